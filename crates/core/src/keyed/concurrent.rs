@@ -1,0 +1,201 @@
+//! Keys in a concurrent map, each entry guarding its own window: the shape shared by the
+//! lock-free limiter (an atomic window behind a [`Gate`](super::gate::Gate)) and the
+//! per-key-lock limiter (a sequential window behind its own mutex).
+//!
+//! The entry type chooses the guard; everything else (creation, retries off retired entries,
+//! watermarks, the automatic sweep) is here, once.
+
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+use super::map::KeyMap;
+use super::{KeyPolicy, Options};
+use crate::sync::retry_hint;
+use crate::window::{ring::ExactLog, Status, WeightError, Window};
+use crate::{Limit, RateLimiter};
+
+/// One key's guarded window in a [`ConcurrentKeys`] map.
+pub trait KeyEntry: Send + Sync + 'static {
+    /// The window algorithm inside.
+    type Window: Window;
+    /// Access to the window while the guard is held (pinned, or locked).
+    type Access<'a>: WindowAccess
+    where
+        Self: 'a;
+    /// The variant name reported by [`RateLimiter::name`].
+    const NAME: &'static str;
+
+    /// A fresh entry with an empty window.
+    fn new(window: &Self::Window) -> Self;
+
+    /// Takes the guard; `None` if the entry is retired (the caller looks the key up again).
+    fn enter(&self) -> Option<Self::Access<'_>>;
+
+    /// Retires the entry if its window is fresh for every call at or after `horizon`, so that
+    /// no operation can touch it again; returns the tick from which it was fresh.
+    fn retire_if_fresh(&self, horizon: u64) -> Option<u64>;
+}
+
+/// The window operations available while an entry's guard is held.
+pub trait WindowAccess {
+    /// See [`crate::SequentialWindow::hit_n`].
+    fn hit_n(&mut self, now: u64, n: u64);
+    /// See [`crate::SequentialWindow::check_and_hit_n`].
+    fn check_and_hit_n(&mut self, now: u64, n: u64) -> bool;
+    /// See [`crate::SequentialWindow::allowed_n`].
+    fn allowed_n(&self, now: u64, n: u64) -> bool;
+    /// See [`crate::SequentialWindow::status`].
+    fn status(&self, now: u64) -> Status;
+}
+
+/// A keyed limiter over a concurrent map whose entries guard their own windows.
+///
+/// Use it through its aliases: [`crate::LockFreeLimiter`] and `slidelimit_per_key_lock::
+/// PerKeyLockLimiter`.
+pub struct ConcurrentKeys<K, E: KeyEntry> {
+    map: KeyMap<K, E>,
+    policy: KeyPolicy<E::Window>,
+    _keys: PhantomData<fn(K)>,
+}
+
+impl<K, E> ConcurrentKeys<K, E>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    E: KeyEntry<Window = ExactLog>,
+{
+    /// A limiter with the exact sliding log and default [`Options`].
+    #[must_use]
+    pub fn new(limit: Limit) -> Self {
+        Self::with_options(ExactLog::new(limit), Options::default())
+    }
+}
+
+impl<K, E> ConcurrentKeys<K, E>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    E: KeyEntry,
+{
+    /// A limiter with any window algorithm and explicit [`Options`].
+    #[must_use]
+    pub fn with_options(window: E::Window, options: Options) -> Self {
+        let policy = KeyPolicy::new(window, options);
+        Self {
+            map: KeyMap::new(policy.hasher.clone()),
+            policy,
+            _keys: PhantomData,
+        }
+    }
+
+    /// Runs `op` on the entry of `key` with its guard held, creating the entry if needed,
+    /// then runs the automatic sweep if this call grew the map past its trigger.
+    #[inline]
+    fn with_entry<R>(&self, key: &K, now: u64, mut op: impl FnMut(&mut E::Access<'_>) -> R) -> R {
+        let mut inserted_any = false;
+        let result = loop {
+            let (result, inserted) = self.map.get_or_insert_with(
+                key,
+                || E::new(&self.policy.window),
+                |entry| entry.enter().map(|mut access| op(&mut access)),
+            );
+            inserted_any |= inserted;
+            if let Some(result) = result {
+                break result;
+            }
+            // Retired: its sweeper is about to unlink it; look the key up again.
+            retry_hint();
+        };
+        if inserted_any && self.policy.schedule.claim(self.map.len()) {
+            self.sweep(now);
+            self.policy.schedule.finish(self.map.len());
+        }
+        result
+    }
+
+    /// Runs `op` on the entry of `key` if there is one, never creating it.
+    #[inline]
+    fn with_existing<R>(&self, key: &K, mut op: impl FnMut(&E::Access<'_>) -> R) -> Option<R> {
+        loop {
+            match self
+                .map
+                .get_with(key, |entry| entry.enter().map(|access| op(&access)))
+            {
+                None => return None,
+                Some(Some(result)) => return Some(result),
+                Some(None) => retry_hint(),
+            }
+        }
+    }
+
+    fn sweep(&self, now: u64) -> usize {
+        let horizon = self.policy.horizon(now);
+        self.map.sweep(|key, entry| match entry.retire_if_fresh(horizon) {
+            Some(fresh_from) => {
+                // Before the unlink, so whoever re-creates the key sees the raised watermark.
+                self.policy
+                    .watermarks
+                    .raise(self.policy.hash(key), fresh_from);
+                true
+            }
+            None => false,
+        })
+    }
+}
+
+impl<K, E> RateLimiter<K> for ConcurrentKeys<K, E>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    E: KeyEntry,
+{
+    fn name(&self) -> &'static str {
+        E::NAME
+    }
+
+    fn algorithm(&self) -> &'static str {
+        self.policy.window.algorithm()
+    }
+
+    fn limit(&self) -> Limit {
+        self.policy.window.limit()
+    }
+
+    fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
+        self.policy.window.check_weight(n)?;
+        self.with_entry(key, now, |window| window.hit_n(now, n));
+        Ok(())
+    }
+
+    fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+        self.policy.window.check_weight(n)?;
+        let key_hash = self.policy.hash(key);
+        let verdict = self.with_existing(key, |window| {
+            // Read after the pin: a caller that met a retired entry sees its watermark.
+            !self.policy.below_watermark(key_hash, now) && window.allowed_n(now, n)
+        });
+        Ok(verdict.unwrap_or_else(|| !self.policy.below_watermark(key_hash, now)))
+    }
+
+    fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+        self.policy.window.check_weight(n)?;
+        let key_hash = self.policy.hash(key);
+        Ok(self.with_entry(key, now, |window| {
+            // Read after the pin: a caller that met a retired entry sees its watermark.
+            !self.policy.below_watermark(key_hash, now) && window.check_and_hit_n(now, n)
+        }))
+    }
+
+    fn status(&self, key: &K, now: u64) -> Status {
+        let key_hash = self.policy.hash(key);
+        let status = self
+            .with_existing(key, |window| window.status(now))
+            .unwrap_or_else(|| self.policy.empty_status());
+        self.policy.clamp_status(status, key_hash, now)
+    }
+
+    fn remove_idle(&self, now: u64) -> usize {
+        self.sweep(now)
+    }
+
+    fn tracked_keys(&self) -> usize {
+        self.map.len()
+    }
+}

@@ -1,0 +1,187 @@
+//! Keys in a plain `HashMap` behind one lock: the shape shared by the global-`Mutex` and the
+//! `RwLock` limiters. The lock crate chooses only the lock ([`StateLock`]); the map, the
+//! policy and the window algorithm are here and in [`crate::window`].
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+use super::{KeyHasher, KeyPolicy, Options};
+use crate::window::{ring::ExactLog, SequentialWindow, Status, WeightError, Window};
+use crate::{Limit, RateLimiter};
+
+/// Every key's sequential window in one map, with the shared key policy. Not synchronised:
+/// a [`StateLock`] guards it.
+pub struct KeyedWindows<K, W: Window> {
+    map: HashMap<K, W::Sequential, KeyHasher>,
+    policy: KeyPolicy<W>,
+}
+
+impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
+    /// An empty map.
+    #[must_use]
+    pub fn new(window: W, options: Options) -> Self {
+        let policy = KeyPolicy::new(window, options);
+        Self {
+            map: HashMap::with_hasher(policy.hasher.clone()),
+            policy,
+        }
+    }
+
+    fn with_window<R>(&mut self, key: &K, now: u64, op: impl FnOnce(&mut W::Sequential) -> R) -> R {
+        if let Some(window) = self.map.get_mut(key) {
+            return op(window);
+        }
+        let window = self
+            .map
+            .entry(key.clone())
+            .or_insert_with(|| self.policy.window.new_sequential());
+        let result = op(window);
+        if self.policy.schedule.claim(self.map.len()) {
+            self.sweep(now);
+            self.policy.schedule.finish(self.map.len());
+        }
+        result
+    }
+
+    fn hit_n(&mut self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
+        self.policy.window.check_weight(n)?;
+        self.with_window(key, now, |window| window.hit_n(now, n));
+        Ok(())
+    }
+
+    fn check_and_hit_n(&mut self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+        self.policy.window.check_weight(n)?;
+        let below = self.policy.below_watermark(self.policy.hash(key), now);
+        Ok(self.with_window(key, now, |window| !below && window.check_and_hit_n(now, n)))
+    }
+
+    fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+        self.policy.window.check_weight(n)?;
+        if self.policy.below_watermark(self.policy.hash(key), now) {
+            return Ok(false);
+        }
+        Ok(self.map.get(key).is_none_or(|window| window.allowed_n(now, n)))
+    }
+
+    fn status(&self, key: &K, now: u64) -> Status {
+        let status = self
+            .map
+            .get(key)
+            .map_or_else(|| self.policy.empty_status(), |window| window.status(now));
+        self.policy
+            .clamp_status(status, self.policy.hash(key), now)
+    }
+
+    fn sweep(&mut self, now: u64) -> usize {
+        let horizon = self.policy.horizon(now);
+        let before = self.map.len();
+        let policy = &self.policy;
+        self.map.retain(|key, window| {
+            let fresh_from = window.fresh_from();
+            if fresh_from > horizon {
+                return true;
+            }
+            policy.watermarks.raise(policy.hash(key), fresh_from);
+            false
+        });
+        before - self.map.len()
+    }
+}
+
+/// The lock a lock crate puts around [`KeyedWindows`]: `read` serves `allowed` and `status`,
+/// `write` everything that records or removes.
+pub trait StateLock<T>: Send + Sync {
+    /// The variant name reported by [`RateLimiter::name`].
+    const NAME: &'static str;
+    /// Wraps `state` in the lock.
+    fn new(state: T) -> Self;
+    /// Runs `f` with shared access.
+    fn read<R>(&self, f: impl FnOnce(&T) -> R) -> R;
+    /// Runs `f` with exclusive access.
+    fn write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R;
+}
+
+/// A keyed limiter whose whole key map sits behind one lock `L`.
+///
+/// Use it through its aliases `slidelimit_mutex::MutexLimiter` and
+/// `slidelimit_rwlock::RwLockLimiter`.
+pub struct LockedKeys<K, W, L> {
+    state: L,
+    limit: Limit,
+    algorithm: &'static str,
+    _state: PhantomData<fn(K, W)>,
+}
+
+impl<K, L> LockedKeys<K, ExactLog, L>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    L: StateLock<KeyedWindows<K, ExactLog>>,
+{
+    /// A limiter with the exact sliding log and default [`Options`].
+    #[must_use]
+    pub fn new(limit: Limit) -> Self {
+        Self::with_options(ExactLog::new(limit), Options::default())
+    }
+}
+
+impl<K, W, L> LockedKeys<K, W, L>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    W: Window,
+    L: StateLock<KeyedWindows<K, W>>,
+{
+    /// A limiter with any window algorithm and explicit [`Options`].
+    #[must_use]
+    pub fn with_options(window: W, options: Options) -> Self {
+        Self {
+            limit: window.limit(),
+            algorithm: window.algorithm(),
+            state: L::new(KeyedWindows::new(window, options)),
+            _state: PhantomData,
+        }
+    }
+}
+
+impl<K, W, L> RateLimiter<K> for LockedKeys<K, W, L>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    W: Window,
+    L: StateLock<KeyedWindows<K, W>>,
+{
+    fn name(&self) -> &'static str {
+        L::NAME
+    }
+
+    fn algorithm(&self) -> &'static str {
+        self.algorithm
+    }
+
+    fn limit(&self) -> Limit {
+        self.limit
+    }
+
+    fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
+        self.state.write(|state| state.hit_n(key, now, n))
+    }
+
+    fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+        self.state.read(|state| state.allowed_n(key, now, n))
+    }
+
+    fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+        self.state.write(|state| state.check_and_hit_n(key, now, n))
+    }
+
+    fn status(&self, key: &K, now: u64) -> Status {
+        self.state.read(|state| state.status(key, now))
+    }
+
+    fn remove_idle(&self, now: u64) -> usize {
+        self.state.write(|state| state.sweep(now))
+    }
+
+    fn tracked_keys(&self) -> usize {
+        self.state.read(|state| state.map.len())
+    }
+}

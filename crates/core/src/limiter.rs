@@ -1,0 +1,82 @@
+//! The `RateLimiter` trait: the one surface every variant implements, so that tests,
+//! benchmarks and the CLI run the same code against all of them.
+
+use std::hash::Hash;
+
+use crate::window::{Status, WeightError};
+use crate::{Clock, Limit};
+
+/// A keyed rate limiter: may a request of `key` at tick `now` go through?
+///
+/// Every implementation keeps the contract of `design.md`: never more than `max_requests`
+/// `check_and_hit` admissions in any window of `window_ticks`, per key, in any interleaving
+/// and any timestamp order; exact answers for non-decreasing timestamps.
+pub trait RateLimiter<K>: Send + Sync
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    /// The variant's name for reports: `"lock-free"`, `"mutex"`, `"per-key-lock"`, `"rwlock"`.
+    fn name(&self) -> &'static str;
+
+    /// The window algorithm's name: `"exact"` or `"buckets"`.
+    fn algorithm(&self) -> &'static str;
+
+    /// The limit enforced per key.
+    fn limit(&self) -> Limit;
+
+    /// Records a hit of `key` at `now`, unconditionally (it never refuses).
+    fn hit(&self, key: &K, now: u64) {
+        // A weight of 1 is valid for every window, so there is no error to drop here.
+        let _ = self.hit_n(key, now, 1);
+    }
+
+    /// Whether a hit of `key` at `now` would be admitted. Changes no later answer.
+    #[must_use]
+    fn allowed(&self, key: &K, now: u64) -> bool {
+        self.allowed_n(key, now, 1).unwrap_or(false)
+    }
+
+    /// Atomically: if `key` has room at `now`, records a hit and returns true; otherwise
+    /// records nothing and returns false. Two callers never both take the last slot.
+    #[must_use]
+    fn check_and_hit(&self, key: &K, now: u64) -> bool {
+        self.check_and_hit_n(key, now, 1).unwrap_or(false)
+    }
+
+    /// Records `n` hits of `key` at `now`, unconditionally and all at once.
+    ///
+    /// # Errors
+    /// [`WeightError`] if the window cannot take weight `n` (the exact log takes only 1).
+    fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError>;
+
+    /// Whether `n` hits of `key` at `now` would all be admitted.
+    ///
+    /// # Errors
+    /// [`WeightError`] if the window cannot take weight `n`.
+    fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError>;
+
+    /// Atomically records `n` hits of `key` at `now` if all fit; all or nothing.
+    ///
+    /// # Errors
+    /// [`WeightError`] if the window cannot take weight `n`.
+    fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError>;
+
+    /// What `key`'s window holds at `now`: live count, remaining, retry-after. Consumes
+    /// nothing and creates no key.
+    #[must_use]
+    fn status(&self, key: &K, now: u64) -> Status;
+
+    /// Removes every key whose state is idle for all calls at or after `now - D` (the
+    /// lateness tolerance) and returns how many were removed.
+    fn remove_idle(&self, now: u64) -> usize;
+
+    /// How many keys the limiter holds state for.
+    #[must_use]
+    fn tracked_keys(&self) -> usize;
+
+    /// [`RateLimiter::check_and_hit`] at the clock's current tick.
+    #[must_use]
+    fn check_and_hit_now(&self, key: &K, clock: &dyn Clock) -> bool {
+        self.check_and_hit(key, clock.now_ticks())
+    }
+}

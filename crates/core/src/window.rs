@@ -1,0 +1,140 @@
+//! The window algorithms: what one key's state is and how it decides, in two forms each.
+//!
+//! A [`Window`] is an algorithm's configuration; it builds the algorithm's sequential form
+//! (plain integers, for use under a lock) and its atomic form (decided by CAS). Both forms run
+//! the same code, so every limiter gives the same answers to a single-threaded trace.
+
+pub mod ring;
+
+use std::fmt;
+
+use crate::Limit;
+
+/// The largest tick a window stores; `u64::MAX` is treated as `u64::MAX - 1`, which frees one
+/// value for the "empty slot" encoding.
+pub const MAX_TICK: u64 = u64::MAX - 1;
+
+/// A window algorithm and its configuration.
+pub trait Window: Clone + Send + Sync + 'static {
+    /// The form used under a lock.
+    type Sequential: SequentialWindow;
+    /// The form decided by CAS, for the lock-free limiter.
+    type Atomic: AtomicWindow;
+
+    /// A short name for reports: `"exact"` or `"buckets"`.
+    fn algorithm(&self) -> &'static str;
+    /// The limit this window enforces.
+    fn limit(&self) -> Limit;
+    /// Whether a request of weight `n` can be asked of this window at all.
+    ///
+    /// # Errors
+    /// A [`WeightError`] saying why not.
+    fn check_weight(&self, n: u64) -> Result<(), WeightError>;
+    /// A fresh, empty window in the sequential form.
+    fn new_sequential(&self) -> Self::Sequential;
+    /// A fresh, empty window in the atomic form.
+    fn new_atomic(&self) -> Self::Atomic;
+}
+
+/// One key's window under a lock. Weights reaching it have passed [`Window::check_weight`].
+pub trait SequentialWindow: Send + Sync + 'static {
+    /// Records `n` hits at `now` unconditionally.
+    fn hit_n(&mut self, now: u64, n: u64);
+    /// Records `n` hits at `now` if the window has room for all of them.
+    fn check_and_hit_n(&mut self, now: u64, n: u64) -> bool;
+    /// Whether `n` more hits at `now` would be admitted. Changes nothing.
+    fn allowed_n(&self, now: u64, n: u64) -> bool;
+    /// What the window holds for a caller at `now`. Changes nothing.
+    fn status(&self, now: u64) -> Status;
+    /// The first tick from which this state answers every call as an empty window would.
+    fn fresh_from(&self) -> u64;
+}
+
+/// One key's window shared between threads, decided by CAS. Same contract as
+/// [`SequentialWindow`], through `&self`.
+pub trait AtomicWindow: Send + Sync + 'static {
+    /// Records `n` hits at `now` unconditionally.
+    fn hit_n(&self, now: u64, n: u64);
+    /// Atomically records `n` hits at `now` if the window has room for all of them.
+    fn check_and_hit_n(&self, now: u64, n: u64) -> bool;
+    /// Whether `n` more hits at `now` would be admitted. Changes nothing.
+    fn allowed_n(&self, now: u64, n: u64) -> bool;
+    /// What the window holds for a caller at `now`. Changes nothing.
+    fn status(&self, now: u64) -> Status;
+    /// The first tick from which this state answers every call as an empty window would.
+    fn fresh_from(&self) -> u64;
+}
+
+/// What a key's window holds for a caller at some tick, without consuming anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// Live hits in the window (for the exact log: hits `s` with `s + W > now`).
+    pub count: u64,
+    /// How many more hits would be admitted now.
+    pub remaining: u64,
+    /// Ticks until one more hit would be admitted: 0 when `remaining > 0`; for the exact log,
+    /// otherwise the oldest live hit + W - now.
+    pub retry_after_ticks: u64,
+}
+
+/// Why a weighted request was rejected before it reached the window.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightError {
+    /// A weight of zero asks nothing; it is almost certainly a caller's bug.
+    Zero,
+    /// The weight is above `max_requests`, so no window could ever admit it.
+    ExceedsLimit {
+        /// The weight asked for.
+        n: u64,
+        /// The limit's `max_requests`.
+        max_requests: u64,
+    },
+    /// This window admits only single hits: the exact log cannot take `n > 1` slots in one
+    /// atomic step, and taking them one by one would not be all-or-nothing.
+    Unsupported {
+        /// The weight asked for.
+        n: u64,
+    },
+}
+
+impl fmt::Display for WeightError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Zero => f.write_str("a request must weigh at least 1"),
+            Self::ExceedsLimit { n, max_requests } => {
+                write!(f, "weight {n} is above the limit's max_requests {max_requests}")
+            }
+            Self::Unsupported { n } => write!(
+                f,
+                "weight {n} is not supported by the exact log (single hits only); use the bucketed window"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for WeightError {}
+
+/// Whether a hit at `s` is in the window of `now`: `s + W > now`, with a saturating add so
+/// that nothing wraps near `u64::MAX` (a window `(now - W, now]` reaching below zero holds
+/// tick 0).
+#[inline]
+#[must_use]
+pub(crate) const fn is_live(s: u64, window_ticks: u64, now: u64) -> bool {
+    s.saturating_add(window_ticks) > now
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_live;
+
+    #[test]
+    fn window_is_half_open_and_never_wraps() {
+        assert!(is_live(0, 10, 5), "window (-5, 5] holds tick 0");
+        assert!(is_live(0, 10, 9));
+        assert!(!is_live(0, 10, 10), "window (0, 10] excludes tick 0");
+        assert!(is_live(u64::MAX - 3, 10, u64::MAX - 1));
+        assert!(is_live(7, u64::MAX, u64::MAX - 1));
+        assert!(is_live(12, 10, 4), "a future hit is live");
+    }
+}

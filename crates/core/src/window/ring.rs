@@ -1,0 +1,498 @@
+//! The exact sliding log: a ring of `max_requests` timestamp slots, one algorithm over two
+//! storages (plain integers under a lock, atomics decided by CAS).
+//!
+//! # Algorithm
+//! Slot values encode a tick `s` as `s + 1`; 0 is an empty slot. A slot is *expired* for a
+//! caller at `now` when it is empty or `s + W <= now`.
+//! - `check_and_hit(now)` admits only by replacing an expired slot with `now` (a CAS in the
+//!   atomic form); a CAS loser re-reads the same slot and goes on probing. When every slot is
+//!   seen live it refuses, and records `blocked_until = min(s) + W`, a lower bound below which
+//!   every later call is refused without a scan.
+//! - `hit(now)` replaces the minimum slot if it is older than `now`, so the ring always holds
+//!   the `max_requests` newest hits (a hit older than all of them can never change an answer).
+//! - `allowed(now)` is the same probe without the write.
+//!
+//! # Guarantees
+//! Slot values only grow, and an admission replaces a value at least `W` older, so two
+//! admissions in one slot are at least `W` apart: by pigeonhole no window of `W` ticks holds
+//! more than `max_requests` admitted hits, in any interleaving and any timestamp order. For
+//! non-decreasing timestamps the answers equal a full sorted log's. `cursor` and
+//! `blocked_until` are hints: they are never the reason for an admission.
+//!
+//! # Atomic orderings
+//! Safety needs only per-slot coherence and RMW atomicity. Slot loads are `Acquire` and
+//! successful CASes `AcqRel` so that a refusal, the `blocked_until` bound and the sweeper's
+//! idle check all happen-after the slot writes they read. The cursor is `Relaxed` (a hint).
+
+use crate::sync::{retry_hint, AtomicU64, Ordering};
+use crate::window::{is_live, AtomicWindow, SequentialWindow, Status, Window, WeightError, MAX_TICK};
+use crate::Limit;
+
+/// The exact sliding log: never more than `max_requests` hits in any window, answers exact
+/// for non-decreasing timestamps. Memory: `8 × max_requests` bytes per key, rounded up to a
+/// cache line, plus one cache line of header in the lock-free form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExactLog {
+    limit: Limit,
+}
+
+impl ExactLog {
+    /// The exact log for `limit`.
+    #[must_use]
+    pub const fn new(limit: Limit) -> Self {
+        Self { limit }
+    }
+}
+
+impl Window for ExactLog {
+    type Sequential = SequentialRing;
+    type Atomic = AtomicRing;
+
+    fn algorithm(&self) -> &'static str {
+        "exact"
+    }
+
+    fn limit(&self) -> Limit {
+        self.limit
+    }
+
+    fn check_weight(&self, n: u64) -> Result<(), WeightError> {
+        match n {
+            0 => Err(WeightError::Zero),
+            1 => Ok(()),
+            n => Err(WeightError::Unsupported { n }),
+        }
+    }
+
+    fn new_sequential(&self) -> SequentialRing {
+        SequentialRing::new(self.limit)
+    }
+
+    fn new_atomic(&self) -> AtomicRing {
+        AtomicRing::new(self.limit)
+    }
+}
+
+/// An empty slot.
+const EMPTY: u64 = 0;
+
+#[inline]
+const fn encode(tick: u64) -> u64 {
+    // tick <= MAX_TICK, so this cannot overflow.
+    tick + 1
+}
+
+/// Whether slot value `v` holds a hit that is live for a caller at `now`.
+#[inline]
+const fn slot_is_live(v: u64, window_ticks: u64, now: u64) -> bool {
+    v != EMPTY && is_live(v - 1, window_ticks, now)
+}
+
+/// The storage the ring algorithm runs on. The atomic form's `replace_slot` is a CAS and may
+/// fail with the value it found; the sequential form's always succeeds.
+trait RingCells {
+    fn capacity(&self) -> usize;
+    fn window_ticks(&self) -> u64;
+    fn slot(&self, index: usize) -> u64;
+    fn replace_slot(&mut self, index: usize, current: u64, new: u64) -> Result<(), u64>;
+    fn cursor(&self) -> usize;
+    fn set_cursor(&mut self, index: usize);
+    fn blocked_until(&self) -> u64;
+    fn raise_blocked_until(&mut self, tick: u64);
+}
+
+#[inline]
+fn next_index(index: usize, capacity: usize) -> usize {
+    if index + 1 == capacity {
+        0
+    } else {
+        index + 1
+    }
+}
+
+fn check_and_hit<C: RingCells>(cells: &mut C, now: u64) -> bool {
+    let now = now.min(MAX_TICK);
+    if now < cells.blocked_until() {
+        return false;
+    }
+    let capacity = cells.capacity();
+    let window_ticks = cells.window_ticks();
+    let mut index = cells.cursor();
+    let mut oldest_live = u64::MAX;
+    for _ in 0..capacity {
+        let mut value = cells.slot(index);
+        loop {
+            if slot_is_live(value, window_ticks, now) {
+                oldest_live = oldest_live.min(value);
+                break;
+            }
+            match cells.replace_slot(index, value, encode(now)) {
+                Ok(()) => {
+                    cells.set_cursor(next_index(index, capacity));
+                    return true;
+                }
+                Err(found) => {
+                    // Lost a race for this slot; it may still be expired for us.
+                    if cfg!(slidelimit_loom_mutant = "ring_cas_loser_refuses") {
+                        return false;
+                    }
+                    value = found;
+                    retry_hint();
+                }
+            }
+        }
+        index = next_index(index, capacity);
+    }
+    // Every slot was seen live: each value read is a lower bound on that slot forever, so
+    // min + W bounds the first tick at which any slot can expire.
+    cells.raise_blocked_until((oldest_live - 1).saturating_add(window_ticks));
+    false
+}
+
+fn hit<C: RingCells>(cells: &mut C, now: u64) {
+    let new = encode(now.min(MAX_TICK));
+    let capacity = cells.capacity();
+    loop {
+        let start = cells.cursor();
+        let (mut min_index, mut min_value) = (start, cells.slot(start));
+        let mut index = next_index(start, capacity);
+        while index != start && min_value != EMPTY {
+            let value = cells.slot(index);
+            if value < min_value {
+                (min_index, min_value) = (index, value);
+            }
+            index = next_index(index, capacity);
+        }
+        if min_value >= new {
+            // Older than every retained hit: it can never change an answer.
+            return;
+        }
+        if cells.replace_slot(min_index, min_value, new).is_ok() {
+            cells.set_cursor(next_index(min_index, capacity));
+            return;
+        }
+        retry_hint();
+    }
+}
+
+fn allowed<C: RingCells>(cells: &C, now: u64) -> bool {
+    let now = now.min(MAX_TICK);
+    if now < cells.blocked_until() {
+        return false;
+    }
+    let window_ticks = cells.window_ticks();
+    (0..cells.capacity()).any(|index| !slot_is_live(cells.slot(index), window_ticks, now))
+}
+
+fn status<C: RingCells>(cells: &C, now: u64) -> Status {
+    let now = now.min(MAX_TICK);
+    let window_ticks = cells.window_ticks();
+    let mut count = 0u64;
+    let mut oldest_live = u64::MAX;
+    for index in 0..cells.capacity() {
+        let value = cells.slot(index);
+        if slot_is_live(value, window_ticks, now) {
+            count += 1;
+            oldest_live = oldest_live.min(value);
+        }
+    }
+    let max_requests = cells.capacity() as u64;
+    let retry_after_ticks = if count < max_requests {
+        0
+    } else {
+        (oldest_live - 1).saturating_add(window_ticks) - now
+    };
+    Status {
+        count,
+        remaining: max_requests - count,
+        retry_after_ticks,
+    }
+}
+
+fn fresh_from<C: RingCells>(cells: &C) -> u64 {
+    let newest = (0..cells.capacity()).map(|i| cells.slot(i)).max().unwrap_or(EMPTY);
+    if newest == EMPTY {
+        0
+    } else {
+        (newest - 1).saturating_add(cells.window_ticks())
+    }
+}
+
+fn capacity_of(limit: Limit) -> usize {
+    // Limit::new caps max_requests at 2^24, which fits every usize this crate builds for.
+    usize::try_from(limit.max_requests()).unwrap_or(usize::MAX)
+}
+
+/// The exact log in plain integers, for use under a lock.
+#[derive(Clone, Debug)]
+pub struct SequentialRing {
+    slots: Box<[u64]>,
+    window_ticks: u64,
+    cursor: usize,
+    blocked_until: u64,
+}
+
+impl SequentialRing {
+    /// An empty ring for `limit`.
+    #[must_use]
+    pub fn new(limit: Limit) -> Self {
+        Self {
+            slots: vec![EMPTY; capacity_of(limit)].into_boxed_slice(),
+            window_ticks: limit.window_ticks(),
+            cursor: 0,
+            blocked_until: 0,
+        }
+    }
+}
+
+impl RingCells for SequentialRing {
+    fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+    fn window_ticks(&self) -> u64 {
+        self.window_ticks
+    }
+    fn slot(&self, index: usize) -> u64 {
+        self.slots[index]
+    }
+    fn replace_slot(&mut self, index: usize, current: u64, new: u64) -> Result<(), u64> {
+        debug_assert_eq!(self.slots[index], current);
+        debug_assert!(new > current, "slot values only grow");
+        self.slots[index] = new;
+        Ok(())
+    }
+    fn cursor(&self) -> usize {
+        self.cursor
+    }
+    fn set_cursor(&mut self, index: usize) {
+        self.cursor = index;
+    }
+    fn blocked_until(&self) -> u64 {
+        self.blocked_until
+    }
+    fn raise_blocked_until(&mut self, tick: u64) {
+        self.blocked_until = self.blocked_until.max(tick);
+    }
+}
+
+impl SequentialWindow for SequentialRing {
+    fn hit_n(&mut self, now: u64, n: u64) {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        hit(self, now);
+    }
+    fn check_and_hit_n(&mut self, now: u64, n: u64) -> bool {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        check_and_hit(self, now)
+    }
+    fn allowed_n(&self, now: u64, n: u64) -> bool {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        allowed(self, now)
+    }
+    fn status(&self, now: u64) -> Status {
+        status(self, now)
+    }
+    fn fresh_from(&self) -> u64 {
+        fresh_from(self)
+    }
+}
+
+/// Slots per cache line: the atomic ring's slots come in 64-byte aligned lines so that no two
+/// keys' rings share a line.
+const SLOTS_PER_LINE: usize = 8;
+
+#[repr(align(64))]
+#[derive(Debug)]
+struct SlotLine([AtomicU64; SLOTS_PER_LINE]);
+
+impl SlotLine {
+    fn empty() -> Self {
+        Self(std::array::from_fn(|_| AtomicU64::new(EMPTY)))
+    }
+}
+
+/// The exact log in atomics: admissions are CASes on slots, never a lock.
+#[derive(Debug)]
+pub struct AtomicRing {
+    lines: Box<[SlotLine]>,
+    capacity: usize,
+    window_ticks: u64,
+    /// Index of the slot to probe first (in order, the oldest). A hint only.
+    cursor: AtomicU64,
+    /// Every call below this tick is refused: a bound derived from slot values read.
+    blocked_until: AtomicU64,
+}
+
+impl AtomicRing {
+    /// An empty ring for `limit`.
+    #[must_use]
+    pub fn new(limit: Limit) -> Self {
+        let capacity = capacity_of(limit);
+        Self {
+            lines: (0..capacity.div_ceil(SLOTS_PER_LINE))
+                .map(|_| SlotLine::empty())
+                .collect(),
+            capacity,
+            window_ticks: limit.window_ticks(),
+            cursor: AtomicU64::new(0),
+            blocked_until: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    fn cell(&self, index: usize) -> &AtomicU64 {
+        &self.lines[index / SLOTS_PER_LINE].0[index % SLOTS_PER_LINE]
+    }
+
+    /// The raw slot values (tick + 1, 0 for empty), for quiescent checks in tests and models.
+    #[must_use]
+    pub fn slot_values(&self) -> Vec<u64> {
+        // Acquire: pairs with the slot CASes, so a quiescent reader sees their values.
+        (0..self.capacity)
+            .map(|i| self.cell(i).load(Ordering::Acquire))
+            .collect()
+    }
+
+    /// The current `blocked_until` hint, for quiescent checks in tests and models.
+    #[must_use]
+    pub fn blocked_until_hint(&self) -> u64 {
+        // Acquire: pairs with the AcqRel fetch_max that raised it.
+        self.blocked_until.load(Ordering::Acquire)
+    }
+}
+
+impl RingCells for &AtomicRing {
+    #[inline]
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+    #[inline]
+    fn window_ticks(&self) -> u64 {
+        self.window_ticks
+    }
+    #[inline]
+    fn slot(&self, index: usize) -> u64 {
+        // Acquire: pairs with the AcqRel slot CASes, so a refusal happens-after the writes
+        // of the hits it counted.
+        self.cell(index).load(Ordering::Acquire)
+    }
+    #[inline]
+    fn replace_slot(&mut self, index: usize, current: u64, new: u64) -> Result<(), u64> {
+        let cell = self.cell(index);
+        if cfg!(slidelimit_loom_mutant = "ring_store_not_cas") {
+            // Deliberately broken for the loom negative control: load-then-store.
+            // Relaxed: the mutant is wrong whatever the ordering.
+            cell.store(new, Ordering::Relaxed);
+            return Ok(());
+        }
+        // Success AcqRel: Release publishes the admitted hit to later slot loads (refusals,
+        // the sweeper's idle check); Acquire orders it after the value it replaces.
+        // Failure Acquire: the value found is re-examined like a fresh slot load.
+        cell.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+    }
+    #[inline]
+    fn cursor(&self) -> usize {
+        // Relaxed: a probe-order hint; no decision rests on it.
+        let raw = self.cursor.load(Ordering::Relaxed);
+        usize::try_from(raw).map_or(0, |i| if i < self.capacity { i } else { 0 })
+    }
+    #[inline]
+    fn set_cursor(&mut self, index: usize) {
+        // Relaxed: a hint; a plain store (not an RMW) keeps the hot path to one RMW.
+        self.cursor.store(index as u64, Ordering::Relaxed);
+    }
+    #[inline]
+    fn blocked_until(&self) -> u64 {
+        // Acquire: pairs with the AcqRel fetch_max in raise_blocked_until, so a refusal on
+        // the bound happens-after the slot reads that justified it.
+        self.blocked_until.load(Ordering::Acquire)
+    }
+    #[inline]
+    fn raise_blocked_until(&mut self, tick: u64) {
+        // AcqRel: Release publishes the slot reads behind the bound to readers of the load
+        // above; fetch_max keeps the bound monotone, so a stale one never lowers it.
+        self.blocked_until.fetch_max(tick, Ordering::AcqRel);
+    }
+}
+
+impl AtomicWindow for AtomicRing {
+    #[inline]
+    fn hit_n(&self, now: u64, n: u64) {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        hit(&mut &*self, now);
+    }
+    #[inline]
+    fn check_and_hit_n(&self, now: u64, n: u64) -> bool {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        check_and_hit(&mut &*self, now)
+    }
+    #[inline]
+    fn allowed_n(&self, now: u64, n: u64) -> bool {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        allowed(&self, now)
+    }
+    fn status(&self, now: u64) -> Status {
+        status(&self, now)
+    }
+    fn fresh_from(&self) -> u64 {
+        fresh_from(&self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(max: u64, window: u64) -> SequentialRing {
+        SequentialRing::new(Limit::new(max, window).unwrap())
+    }
+
+    #[test]
+    fn blocked_until_is_the_oldest_live_hit_plus_window() {
+        let mut r = ring(2, 10);
+        assert!(r.check_and_hit_n(3, 1));
+        assert!(r.check_and_hit_n(5, 1));
+        assert!(!r.check_and_hit_n(6, 1));
+        assert_eq!(r.blocked_until, 13);
+        assert!(r.check_and_hit_n(13, 1), "the bound must not outlive the oldest hit");
+    }
+
+    #[test]
+    fn hit_keeps_the_newest_hits() {
+        let mut r = ring(2, 10);
+        r.hit_n(20, 1);
+        r.hit_n(5, 1);
+        r.hit_n(8, 1); // replaces 5, the minimum
+        r.hit_n(1, 1); // older than both: dropped
+        let mut slots = r.slots.to_vec();
+        slots.sort_unstable();
+        assert_eq!(slots, vec![encode(8), encode(20)]);
+    }
+
+    #[test]
+    fn status_reports_retry_after_from_the_oldest_live_hit() {
+        let mut r = ring(2, 10);
+        r.hit_n(4, 1);
+        r.hit_n(6, 1);
+        let s = r.status(7);
+        assert_eq!((s.count, s.remaining, s.retry_after_ticks), (2, 0, 7));
+        assert_eq!(r.status(14).remaining, 1);
+        assert_eq!(r.fresh_from(), 16);
+    }
+
+    #[test]
+    fn atomic_and_sequential_take_the_same_slots() {
+        let limit = Limit::new(3, 10).unwrap();
+        let mut seq = SequentialRing::new(limit);
+        let atomic = AtomicRing::new(limit);
+        for (i, t) in [5u64, 1, 9, 30, 12, 31, 31, 2, 45].into_iter().enumerate() {
+            if i % 3 == 0 {
+                seq.hit_n(t, 1);
+                atomic.hit_n(t, 1);
+            } else {
+                assert_eq!(seq.check_and_hit_n(t, 1), atomic.check_and_hit_n(t, 1));
+            }
+            assert_eq!(seq.slots.to_vec(), atomic.slot_values());
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Integration tests of every variant through the `RateLimiter` trait.
