@@ -58,3 +58,8 @@ pub use limiter::RateLimiter;
 pub use lockfree::{AtomicEntry, LockFreeLimiter, PinnedWindow};
 pub use window::ring::{AtomicRing, ExactLog, SequentialRing};
 pub use window::{AtomicWindow, SequentialWindow, Status, WeightError, Window};
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;

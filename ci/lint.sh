@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Formatting, lints and docs, all with warnings denied.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Every test of the workspace: unit, integration, property, stress and doc tests of every
+# crate, then the loom models (ci/loom.sh) with their negative controls.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+start=$(date +%s)
+cargo test --workspace --locked
+echo "cargo test: $(( $(date +%s) - start )) s"
+
+bash ci/loom.sh
