@@ -13,7 +13,9 @@
 //! state was fresh; `allowed` and `check_and_hit` below it are refused (a documented false
 //! negative), `hit` always records. Watermarks are kept per key hash in a small fixed table,
 //! not one global value: a collision only refuses more, and one far-future timestamp that
-//! drives a sweep cannot make every later call refused (see [`Options`]).
+//! drives a sweep cannot make every later call refused (see [`Options`]). A re-created key
+//! copies its watermark into its new state, so the hot path reads it from the entry it
+//! already holds instead of hashing the key again.
 
 pub mod concurrent;
 pub mod gate;
@@ -168,8 +170,9 @@ impl<W: Window> KeyPolicy<W> {
         self.hasher.hash_one(key)
     }
 
-    /// Whether a decision at `now` for the key with this hash must be refused because a sweep
-    /// forgot hits that would still count at `now`.
+    /// Whether a decision at `now` for a key with this hash and no state must be refused
+    /// because a sweep forgot hits that would still count at `now`. (A key with state checks
+    /// the watermark its state was created with.)
     #[inline]
     fn below_watermark(&self, key_hash: u64, now: u64) -> bool {
         now < self.watermarks.get(key_hash)
@@ -192,8 +195,7 @@ impl<W: Window> KeyPolicy<W> {
     }
 
     /// A status as the decisions see it: nothing remains below the key's watermark.
-    fn clamp_status(&self, status: crate::Status, key_hash: u64, now: u64) -> crate::Status {
-        let watermark = self.watermarks.get(key_hash);
+    fn clamp_status(&self, status: crate::Status, watermark: u64, now: u64) -> crate::Status {
         if now < watermark {
             crate::Status {
                 remaining: 0,

@@ -1,7 +1,7 @@
 //! The lock-free limiter: atomic windows in a lock-free map, each behind a [`Gate`].
 //!
 //! The hot path for an existing key is one map lookup (no lock), the gate's pin and unpin,
-//! one watermark load, and the window's own fast path (for the exact log, in order: one load
+//! a read of the entry's own watermark, and the window's own fast path (for the exact log, in order: one load
 //! of `blocked_until`, one slot load and one CAS). No allocation, no lock, no `SeqCst`.
 
 use crate::keyed::concurrent::{ConcurrentKeys, KeyEntry, WindowAccess};
@@ -25,6 +25,7 @@ pub type LockFreeLimiter<K, W = ExactLog> = ConcurrentKeys<K, AtomicEntry<W>>;
 #[repr(align(64))]
 pub struct AtomicEntry<W: Window> {
     gate: Gate,
+    watermark: u64,
     window: W::Atomic,
 }
 
@@ -77,11 +78,17 @@ impl<W: Window> KeyEntry for AtomicEntry<W> {
     type Access<'a> = PinnedWindow<'a, W>;
     const NAME: &'static str = "lock-free";
 
-    fn new(window: &W) -> Self {
+    fn new(window: &W, watermark: u64) -> Self {
         Self {
             gate: Gate::new(),
+            watermark,
             window: window.new_atomic(),
         }
+    }
+
+    #[inline]
+    fn watermark(&self) -> u64 {
+        self.watermark
     }
 
     #[inline]

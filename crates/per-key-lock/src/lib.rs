@@ -28,6 +28,7 @@ pub type PerKeyLockLimiter<K, W = ExactLog> = ConcurrentKeys<K, KeyMutex<W>>;
 
 /// One key's sequential window behind its own mutex.
 pub struct KeyMutex<W: Window> {
+    watermark: u64,
     slot: Mutex<Slot<W::Sequential>>,
 }
 
@@ -69,13 +70,18 @@ impl<W: Window> KeyEntry for KeyMutex<W> {
     type Access<'a> = LockedWindow<'a, W>;
     const NAME: &'static str = "per-key-lock";
 
-    fn new(window: &W) -> Self {
+    fn new(window: &W, watermark: u64) -> Self {
         Self {
+            watermark,
             slot: Mutex::new(Slot {
                 window: window.new_sequential(),
                 retired: false,
             }),
         }
+    }
+
+    fn watermark(&self) -> u64 {
+        self.watermark
     }
 
     fn enter(&self) -> Option<LockedWindow<'_, W>> {

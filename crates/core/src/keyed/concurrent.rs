@@ -25,8 +25,13 @@ pub trait KeyEntry: Send + Sync + 'static {
     /// The variant name reported by [`RateLimiter::name`].
     const NAME: &'static str;
 
-    /// A fresh entry with an empty window.
-    fn new(window: &Self::Window) -> Self;
+    /// A fresh entry with an empty window, for a key whose removal watermark is `watermark`.
+    fn new(window: &Self::Window, watermark: u64) -> Self;
+
+    /// The key's removal watermark when this entry was created: decisions below it are
+    /// refused. Only a removal of this key's earlier entries can concern this entry, and they
+    /// all raised the watermark before they unlinked, so before this entry could be inserted.
+    fn watermark(&self) -> u64;
 
     /// Takes the guard; `None` if the entry is retired (the caller looks the key up again).
     fn enter(&self) -> Option<Self::Access<'_>>;
@@ -86,16 +91,30 @@ where
         }
     }
 
-    /// Runs `op` on the entry of `key` with its guard held, creating the entry if needed,
-    /// then runs the automatic sweep if this call grew the map past its trigger.
+    /// Runs `op` on the entry of `key` (with its watermark) with its guard held, creating the
+    /// entry if needed, then runs the automatic sweep if this call grew the map past its
+    /// trigger.
     #[inline]
-    fn with_entry<R>(&self, key: &K, now: u64, mut op: impl FnMut(&mut E::Access<'_>) -> R) -> R {
+    fn with_entry<R>(
+        &self,
+        key: &K,
+        now: u64,
+        mut op: impl FnMut(u64, &mut E::Access<'_>) -> R,
+    ) -> R {
         let mut inserted_any = false;
         let result = loop {
             let (result, inserted) = self.map.get_or_insert_with(
                 key,
-                || E::new(&self.policy.window),
-                |entry| entry.enter().map(|mut access| op(&mut access)),
+                || {
+                    // Read after the miss that led here, so it sees every raise made before
+                    // an earlier entry of this key was unlinked.
+                    let watermark = self.policy.watermarks.get(self.policy.hash(key));
+                    E::new(&self.policy.window, watermark)
+                },
+                |entry| {
+                    let watermark = entry.watermark();
+                    entry.enter().map(|mut access| op(watermark, &mut access))
+                },
             );
             inserted_any |= inserted;
             if let Some(result) = result {
@@ -113,12 +132,12 @@ where
 
     /// Runs `op` on the entry of `key` if there is one, never creating it.
     #[inline]
-    fn with_existing<R>(&self, key: &K, mut op: impl FnMut(&E::Access<'_>) -> R) -> Option<R> {
+    fn with_existing<R>(&self, key: &K, mut op: impl FnMut(u64, &E::Access<'_>) -> R) -> Option<R> {
         loop {
-            match self
-                .map
-                .get_with(key, |entry| entry.enter().map(|access| op(&access)))
-            {
+            match self.map.get_with(key, |entry| {
+                let watermark = entry.watermark();
+                entry.enter().map(|access| op(watermark, &access))
+            }) {
                 None => return None,
                 Some(Some(result)) => return Some(result),
                 Some(None) => retry_hint(),
@@ -128,16 +147,17 @@ where
 
     fn sweep(&self, now: u64) -> usize {
         let horizon = self.policy.horizon(now);
-        self.map.sweep(|key, entry| match entry.retire_if_fresh(horizon) {
-            Some(fresh_from) => {
-                // Before the unlink, so whoever re-creates the key sees the raised watermark.
-                self.policy
-                    .watermarks
-                    .raise(self.policy.hash(key), fresh_from);
-                true
-            }
-            None => false,
-        })
+        self.map
+            .sweep(|key, entry| match entry.retire_if_fresh(horizon) {
+                Some(fresh_from) => {
+                    // Before the unlink, so whoever re-creates the key sees the raised watermark.
+                    self.policy
+                        .watermarks
+                        .raise(self.policy.hash(key), fresh_from);
+                    true
+                }
+                None => false,
+            })
     }
 }
 
@@ -160,35 +180,34 @@ where
 
     fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
         self.policy.window.check_weight(n)?;
-        self.with_entry(key, now, |window| window.hit_n(now, n));
+        self.with_entry(key, now, |_, window| window.hit_n(now, n));
         Ok(())
     }
 
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         self.policy.window.check_weight(n)?;
-        let key_hash = self.policy.hash(key);
-        let verdict = self.with_existing(key, |window| {
-            // Read after the pin: a caller that met a retired entry sees its watermark.
-            !self.policy.below_watermark(key_hash, now) && window.allowed_n(now, n)
+        let verdict = self.with_existing(key, |watermark, window| {
+            now >= watermark && window.allowed_n(now, n)
         });
-        Ok(verdict.unwrap_or_else(|| !self.policy.below_watermark(key_hash, now)))
+        Ok(verdict.unwrap_or_else(|| !self.policy.below_watermark(self.policy.hash(key), now)))
     }
 
     fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         self.policy.window.check_weight(n)?;
-        let key_hash = self.policy.hash(key);
-        Ok(self.with_entry(key, now, |window| {
-            // Read after the pin: a caller that met a retired entry sees its watermark.
-            !self.policy.below_watermark(key_hash, now) && window.check_and_hit_n(now, n)
+        Ok(self.with_entry(key, now, |watermark, window| {
+            now >= watermark && window.check_and_hit_n(now, n)
         }))
     }
 
     fn status(&self, key: &K, now: u64) -> Status {
-        let key_hash = self.policy.hash(key);
-        let status = self
-            .with_existing(key, |window| window.status(now))
-            .unwrap_or_else(|| self.policy.empty_status());
-        self.policy.clamp_status(status, key_hash, now)
+        self.with_existing(key, |watermark, window| {
+            self.policy.clamp_status(window.status(now), watermark, now)
+        })
+        .unwrap_or_else(|| {
+            let watermark = self.policy.watermarks.get(self.policy.hash(key));
+            self.policy
+                .clamp_status(self.policy.empty_status(), watermark, now)
+        })
     }
 
     fn remove_idle(&self, now: u64) -> usize {

@@ -54,9 +54,9 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         let mut removed = 0;
         for (key, entry) in self.inner.iter(&guard) {
             if f(key, entry) {
-                let unlinked = self
-                    .inner
-                    .remove_if(key, |_, current| std::ptr::eq(current, entry), &guard);
+                let unlinked =
+                    self.inner
+                        .remove_if(key, |_, current| std::ptr::eq(current, entry), &guard);
                 if matches!(unlinked, Ok(Some(_))) {
                     removed += 1;
                 }

@@ -13,7 +13,8 @@ use crate::{Limit, RateLimiter};
 /// Every key's sequential window in one map, with the shared key policy. Not synchronised:
 /// a [`StateLock`] guards it.
 pub struct KeyedWindows<K, W: Window> {
-    map: HashMap<K, W::Sequential, KeyHasher>,
+    /// Each key's window and the removal watermark it was created with.
+    map: HashMap<K, (W::Sequential, u64), KeyHasher>,
     policy: KeyPolicy<W>,
 }
 
@@ -28,15 +29,21 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
         }
     }
 
-    fn with_window<R>(&mut self, key: &K, now: u64, op: impl FnOnce(&mut W::Sequential) -> R) -> R {
-        if let Some(window) = self.map.get_mut(key) {
-            return op(window);
+    fn with_window<R>(
+        &mut self,
+        key: &K,
+        now: u64,
+        op: impl FnOnce(u64, &mut W::Sequential) -> R,
+    ) -> R {
+        if let Some((window, watermark)) = self.map.get_mut(key) {
+            return op(*watermark, window);
         }
-        let window = self
+        let watermark = self.policy.watermarks.get(self.policy.hash(key));
+        let (window, watermark) = self
             .map
             .entry(key.clone())
-            .or_insert_with(|| self.policy.window.new_sequential());
-        let result = op(window);
+            .or_insert_with(|| (self.policy.window.new_sequential(), watermark));
+        let result = op(*watermark, window);
         if self.policy.schedule.claim(self.map.len()) {
             self.sweep(now);
             self.policy.schedule.finish(self.map.len());
@@ -46,38 +53,44 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
 
     fn hit_n(&mut self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
         self.policy.window.check_weight(n)?;
-        self.with_window(key, now, |window| window.hit_n(now, n));
+        self.with_window(key, now, |_, window| window.hit_n(now, n));
         Ok(())
     }
 
     fn check_and_hit_n(&mut self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         self.policy.window.check_weight(n)?;
-        let below = self.policy.below_watermark(self.policy.hash(key), now);
-        Ok(self.with_window(key, now, |window| !below && window.check_and_hit_n(now, n)))
+        Ok(self.with_window(key, now, |watermark, window| {
+            now >= watermark && window.check_and_hit_n(now, n)
+        }))
     }
 
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         self.policy.window.check_weight(n)?;
-        if self.policy.below_watermark(self.policy.hash(key), now) {
-            return Ok(false);
-        }
-        Ok(self.map.get(key).is_none_or(|window| window.allowed_n(now, n)))
+        Ok(match self.map.get(key) {
+            Some((window, watermark)) => now >= *watermark && window.allowed_n(now, n),
+            None => !self.policy.below_watermark(self.policy.hash(key), now),
+        })
     }
 
     fn status(&self, key: &K, now: u64) -> Status {
-        let status = self
-            .map
-            .get(key)
-            .map_or_else(|| self.policy.empty_status(), |window| window.status(now));
-        self.policy
-            .clamp_status(status, self.policy.hash(key), now)
+        match self.map.get(key) {
+            Some((window, watermark)) => {
+                self.policy
+                    .clamp_status(window.status(now), *watermark, now)
+            }
+            None => {
+                let watermark = self.policy.watermarks.get(self.policy.hash(key));
+                self.policy
+                    .clamp_status(self.policy.empty_status(), watermark, now)
+            }
+        }
     }
 
     fn sweep(&mut self, now: u64) -> usize {
         let horizon = self.policy.horizon(now);
         let before = self.map.len();
         let policy = &self.policy;
-        self.map.retain(|key, window| {
+        self.map.retain(|key, (window, _)| {
             let fresh_from = window.fresh_from();
             if fresh_from > horizon {
                 return true;

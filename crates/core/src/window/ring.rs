@@ -25,7 +25,9 @@
 //! idle check all happen-after the slot writes they read. The cursor is `Relaxed` (a hint).
 
 use crate::sync::{retry_hint, AtomicU64, Ordering};
-use crate::window::{is_live, AtomicWindow, SequentialWindow, Status, Window, WeightError, MAX_TICK};
+use crate::window::{
+    is_live, AtomicWindow, SequentialWindow, Status, WeightError, Window, MAX_TICK,
+};
 use crate::Limit;
 
 /// The exact sliding log: never more than `max_requests` hits in any window, answers exact
@@ -210,7 +212,10 @@ fn status<C: RingCells>(cells: &C, now: u64) -> Status {
 }
 
 fn fresh_from<C: RingCells>(cells: &C) -> u64 {
-    let newest = (0..cells.capacity()).map(|i| cells.slot(i)).max().unwrap_or(EMPTY);
+    let newest = (0..cells.capacity())
+        .map(|i| cells.slot(i))
+        .max()
+        .unwrap_or(EMPTY);
     if newest == EMPTY {
         0
     } else {
@@ -454,7 +459,10 @@ mod tests {
         assert!(r.check_and_hit_n(5, 1));
         assert!(!r.check_and_hit_n(6, 1));
         assert_eq!(r.blocked_until, 13);
-        assert!(r.check_and_hit_n(13, 1), "the bound must not outlive the oldest hit");
+        assert!(
+            r.check_and_hit_n(13, 1),
+            "the bound must not outlive the oldest hit"
+        );
     }
 
     #[test]
