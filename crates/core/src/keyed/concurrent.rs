@@ -101,6 +101,26 @@ where
         now: u64,
         mut op: impl FnMut(u64, &mut E::Access<'_>) -> R,
     ) -> R {
+        // The hot path, kept small so it inlines: an existing entry that is not retired.
+        let found = self.map.get_with(key, |entry| {
+            let watermark = entry.watermark();
+            entry.enter().map(|mut access| op(watermark, &mut access))
+        });
+        match found {
+            Some(Some(result)) => result,
+            _ => self.with_new_or_retired_entry(key, now, op),
+        }
+    }
+
+    /// [`Self::with_entry`] for a key with no entry, or whose entry was being retired.
+    #[cold]
+    #[inline(never)]
+    fn with_new_or_retired_entry<R>(
+        &self,
+        key: &K,
+        now: u64,
+        mut op: impl FnMut(u64, &mut E::Access<'_>) -> R,
+    ) -> R {
         let mut inserted_any = false;
         let result = loop {
             let (result, inserted) = self.map.get_or_insert_with(
@@ -158,6 +178,20 @@ where
                 }
                 None => false,
             })
+    }
+}
+
+#[cfg(slidelimit_loom)]
+impl<K, E> ConcurrentKeys<K, E>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    E: KeyEntry,
+{
+    /// Runs `f` on the entry currently mapped for `key` (without pinning it), for the loom
+    /// models' quiescent assertions: which entry survived, what its window and gate hold.
+    /// Exists only under `cfg(slidelimit_loom)`.
+    pub fn model_entry<R>(&self, key: &K, f: impl FnOnce(&E) -> R) -> Option<R> {
+        self.map.get_with(key, f)
     }
 }
 
