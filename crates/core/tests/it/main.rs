@@ -1,1 +1,9 @@
 //! Integration tests of every variant through the `RateLimiter` trait.
+//!
+//! [`variants`] builds all four limiters; every test runs its body against each of them.
+//! [`reference`] is the model the property tests compare against, [`trace`] runs a trace
+//! against a limiter and the model side by side.
+
+mod reference;
+mod trace;
+mod variants;
