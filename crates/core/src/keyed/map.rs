@@ -17,7 +17,10 @@ pub(crate) struct KeyMap<K, V> {
 impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> KeyMap<K, V> {
     pub(crate) fn new(hasher: KeyHasher) -> Self {
         Self {
-            inner: papaya::HashMap::builder().hasher(hasher).build(),
+            inner: papaya::HashMap::builder()
+                .hasher(hasher)
+                .resize_mode(papaya::ResizeMode::Blocking)
+                .build(),
         }
     }
 
