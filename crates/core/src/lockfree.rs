@@ -1,8 +1,11 @@
 //! The lock-free limiter: atomic windows in a lock-free map, each behind a [`Gate`].
 //!
-//! The hot path for an existing key is one map lookup (no lock), the gate's pin and unpin,
-//! a read of the entry's own watermark, and the window's own fast path (for the exact log, in order: one load
-//! of `blocked_until`, one slot load and one CAS). No allocation, no lock, no `SeqCst`.
+//! The hot path for an existing key is one map lookup (no lock), a read of the entry's own
+//! watermark and of the window's refusal hint, the gate's pin and unpin, and the window's
+//! own fast path (for the exact log, in order: one slot load and one CAS). A saturated key is
+//! refused from the hint without pinning: its refusals are loads only, so many threads
+//! hammering one refused key share its cache line instead of bouncing it. No allocation, no
+//! lock, no `SeqCst`.
 
 use crate::keyed::concurrent::{ConcurrentKeys, KeyEntry, WindowAccess};
 use crate::keyed::gate::Gate;
@@ -94,6 +97,11 @@ impl<W: Window> KeyEntry for AtomicEntry<W> {
     #[inline]
     fn enter(&self) -> Option<PinnedWindow<'_, W>> {
         self.gate.pin().then_some(PinnedWindow { entry: self })
+    }
+
+    #[inline]
+    fn refuses_unguarded(&self, now: u64, n: u64) -> bool {
+        self.window.refuses_at_a_glance(now, n)
     }
 
     fn retire_if_fresh(&self, horizon: u64) -> Option<u64> {

@@ -63,6 +63,15 @@ pub trait AtomicWindow: Send + Sync + 'static {
     fn status(&self, now: u64) -> Status;
     /// The first tick from which this state answers every call as an empty window would.
     fn fresh_from(&self) -> u64;
+    /// A refusal of `check_and_hit_n(now, n)` that can be read off a hint without a scan
+    /// and without any write (for the exact log, `now < blocked_until`). True only when the
+    /// full decision would certainly refuse; false means "decide fully". The lock-free
+    /// limiter answers it without pinning the entry, so a saturated key's refusals are loads
+    /// only, even under contention.
+    fn refuses_at_a_glance(&self, now: u64, n: u64) -> bool {
+        let _ = (now, n);
+        false
+    }
 }
 
 /// What a key's window holds for a caller at some tick, without consuming anything.

@@ -36,6 +36,18 @@ pub trait KeyEntry: Send + Sync + 'static {
     /// Takes the guard; `None` if the entry is retired (the caller looks the key up again).
     fn enter(&self) -> Option<Self::Access<'_>>;
 
+    /// True if `check_and_hit_n(now, n)` would certainly refuse, read without the guard
+    /// (see [`crate::AtomicWindow::refuses_at_a_glance`]). An entry that can only be read
+    /// under its guard answers false.
+    ///
+    /// Sound without the guard: a refusal changes nothing, and the hint only ever holds
+    /// bounds derived from hits that were recorded, so a refusal read from an entry that a
+    /// sweeper is retiring refuses a call that the live state would refuse too.
+    fn refuses_unguarded(&self, now: u64, n: u64) -> bool {
+        let _ = (now, n);
+        false
+    }
+
     /// Retires the entry if its window is fresh for every call at or after `horizon`, so that
     /// no operation can touch it again; returns the tick from which it was fresh.
     fn retire_if_fresh(&self, horizon: u64) -> Option<u64>;
@@ -99,10 +111,15 @@ where
         &self,
         key: &K,
         now: u64,
+        glance: impl FnOnce(&E) -> Option<R>,
         mut op: impl FnMut(u64, &mut E::Access<'_>) -> R,
     ) -> R {
-        // The hot path, kept small so it inlines: an existing entry that is not retired.
+        // The hot path, kept small so it inlines: an existing entry that is not retired, or
+        // a decision read off it at a glance.
         let found = self.map.get_with(key, |entry| {
+            if let Some(result) = glance(entry) {
+                return Some(result);
+            }
             let watermark = entry.watermark();
             entry.enter().map(|mut access| op(watermark, &mut access))
         });
@@ -152,9 +169,17 @@ where
 
     /// Runs `op` on the entry of `key` if there is one, never creating it.
     #[inline]
-    fn with_existing<R>(&self, key: &K, mut op: impl FnMut(u64, &E::Access<'_>) -> R) -> Option<R> {
+    fn with_existing<R>(
+        &self,
+        key: &K,
+        glance: impl Fn(&E) -> Option<R>,
+        mut op: impl FnMut(u64, &E::Access<'_>) -> R,
+    ) -> Option<R> {
         loop {
             match self.map.get_with(key, |entry| {
+                if let Some(result) = glance(entry) {
+                    return Some(result);
+                }
                 let watermark = entry.watermark();
                 entry.enter().map(|access| op(watermark, &access))
             }) {
@@ -214,29 +239,36 @@ where
 
     fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
         self.policy.window.check_weight(n)?;
-        self.with_entry(key, now, |_, window| window.hit_n(now, n));
+        self.with_entry(key, now, |_| None, |_, window| window.hit_n(now, n));
         Ok(())
     }
 
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         self.policy.window.check_weight(n)?;
-        let verdict = self.with_existing(key, |watermark, window| {
-            now >= watermark && window.allowed_n(now, n)
-        });
+        let verdict = self.with_existing(
+            key,
+            |entry| (now < entry.watermark() || entry.refuses_unguarded(now, n)).then_some(false),
+            |watermark, window| now >= watermark && window.allowed_n(now, n),
+        );
         Ok(verdict.unwrap_or_else(|| !self.policy.below_watermark(self.policy.hash(key), now)))
     }
 
     fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         self.policy.window.check_weight(n)?;
-        Ok(self.with_entry(key, now, |watermark, window| {
-            now >= watermark && window.check_and_hit_n(now, n)
-        }))
+        Ok(self.with_entry(
+            key,
+            now,
+            |entry| (now < entry.watermark() || entry.refuses_unguarded(now, n)).then_some(false),
+            |watermark, window| now >= watermark && window.check_and_hit_n(now, n),
+        ))
     }
 
     fn status(&self, key: &K, now: u64) -> Status {
-        self.with_existing(key, |watermark, window| {
-            self.policy.clamp_status(window.status(now), watermark, now)
-        })
+        self.with_existing(
+            key,
+            |_| None,
+            |watermark, window| self.policy.clamp_status(window.status(now), watermark, now),
+        )
         .unwrap_or_else(|| {
             let watermark = self.policy.watermarks.get(self.policy.hash(key));
             self.policy

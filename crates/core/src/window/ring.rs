@@ -442,6 +442,11 @@ impl AtomicWindow for AtomicRing {
     fn fresh_from(&self) -> u64 {
         fresh_from(&self)
     }
+    #[inline]
+    fn refuses_at_a_glance(&self, now: u64, n: u64) -> bool {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        now.min(MAX_TICK) < (&self).blocked_until()
+    }
 }
 
 #[cfg(test)]
