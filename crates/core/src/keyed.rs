@@ -63,12 +63,26 @@ impl Options {
     }
 }
 
-/// The hasher of the key maps and the watermark table: foldhash, seeded per limiter.
+/// The hasher of the key maps and the watermark table: foldhash, randomly seeded once per
+/// process, so attacker-chosen keys cannot aim at one bucket, while every limiter in the
+/// process hashes alike and so shares watermark-slot collisions: that keeps the variants'
+/// answers identical on any trace, removals included.
 #[cfg(not(slidelimit_loom))]
 pub(crate) type KeyHasher = foldhash::fast::RandomState;
 /// Under loom the seed is fixed, so that every explored execution walks the map alike.
 #[cfg(slidelimit_loom)]
 pub(crate) type KeyHasher = foldhash::fast::FixedState;
+
+#[cfg(not(slidelimit_loom))]
+fn process_hasher() -> KeyHasher {
+    static HASHER: std::sync::OnceLock<KeyHasher> = std::sync::OnceLock::new();
+    HASHER.get_or_init(KeyHasher::default).clone()
+}
+
+#[cfg(slidelimit_loom)]
+fn process_hasher() -> KeyHasher {
+    KeyHasher::default()
+}
 
 /// Slots in the removal-watermark table (a power of two; 8 KiB).
 const WATERMARK_SLOTS: usize = 1024;
@@ -161,7 +175,7 @@ impl<W: Window> KeyPolicy<W> {
             lateness_ticks,
             watermarks: Watermarks::new(),
             schedule: SweepSchedule::new(options.sweep_floor_keys),
-            hasher: KeyHasher::default(),
+            hasher: process_hasher(),
         }
     }
 
