@@ -96,7 +96,14 @@ impl<W: Window> KeyEntry for AtomicEntry<W> {
 
     #[inline]
     fn enter(&self) -> Option<PinnedWindow<'_, W>> {
-        self.gate.pin().then_some(PinnedWindow { entry: self })
+        // The guard unpins on drop, so it must exist only if the pin succeeded: building it
+        // eagerly (`then_some`) and dropping it after a bounce unpinned twice, clearing
+        // RETIRED under the sweeper (the keyed loom model M1 found this).
+        if self.gate.pin() {
+            Some(PinnedWindow { entry: self })
+        } else {
+            None
+        }
     }
 
     #[inline]
