@@ -4,6 +4,10 @@
 //! [`reference`] is the model the property tests compare against, [`trace`] runs a trace
 //! against a limiter and the model side by side.
 
+mod edges;
+mod properties;
 mod reference;
+mod removal;
+mod seed_examples;
 mod trace;
 mod variants;

@@ -173,10 +173,7 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         if recorded {
             log.push(clamp(now));
         }
-        if inserted
-            && self.next_sweep_at != usize::MAX
-            && self.logs.len() >= self.next_sweep_at
-        {
+        if inserted && self.next_sweep_at != usize::MAX && self.logs.len() >= self.next_sweep_at {
             self.sweep(now);
             self.next_sweep_at = self
                 .logs
