@@ -4,7 +4,9 @@
 //! [`reference`] is the model the property tests compare against, [`trace`] runs a trace
 //! against a limiter and the model side by side.
 
+mod bad_input;
 mod edges;
+mod memory;
 mod properties;
 mod reference;
 mod removal;

@@ -167,15 +167,17 @@ fn a_sweep_at_u64_max_with_default_lateness_keeps_live_keys() {
 /// trace, so they must hash keys alike.
 #[test]
 fn variants_agree_on_new_keys_after_a_large_removal() {
-    let answers: Vec<(&str, Vec<bool>)> = all_variants::<u32>(limit(1, 10), no_auto_sweep())
+    // Keys spread over u64, so that their slots are spread too.
+    let key = |i: u64| crate::trace::limiter_key(0).wrapping_mul(i + 1);
+    let answers: Vec<(&str, Vec<bool>)> = all_variants::<u64>(limit(1, 10), no_auto_sweep())
         .into_iter()
         .map(|limiter| {
-            for key in 0..600 {
-                limiter.hit(&key, 100);
+            for i in 0..600 {
+                limiter.hit(&key(i), 100);
             }
             assert_eq!(limiter.remove_idle(1000), 600);
             // Every watermark is 110; ask 64 never-seen keys at 50.
-            let answers = (1000..1064).map(|key| limiter.allowed(&key, 50)).collect();
+            let answers = (1000..1064).map(|i| limiter.allowed(&key(i), 50)).collect();
             (limiter.name(), answers)
         })
         .collect();
@@ -195,22 +197,23 @@ fn watermarks_are_per_key_not_global() {
     // One sweep removes a key fresh from 110 and fifty keys fresh from 50. Each keeps its own
     // watermark: at 60 the fifty are admitted, except one that happens to share the first
     // key's watermark slot (1 in 1024 each), which must then be refused until exactly 110.
-    for_each_variant::<u32>(limit(1, 10), no_auto_sweep(), |name, limiter| {
-        limiter.hit(&0, 100);
-        for key in 1..=50 {
-            limiter.hit(&key, 40);
+    let key = |i: u64| crate::trace::limiter_key(0).wrapping_mul(i + 1);
+    for_each_variant::<u64>(limit(1, 10), no_auto_sweep(), |name, limiter| {
+        limiter.hit(&key(0), 100);
+        for i in 1..=50 {
+            limiter.hit(&key(i), 40);
         }
         assert_eq!(limiter.remove_idle(500), 51, "{name}");
-        assert!(!limiter.check_and_hit(&0, 60), "{name}: below key 0's watermark");
+        assert!(!limiter.check_and_hit(&key(0), 60), "{name}: below key 0's watermark");
         let mut refused = 0;
-        for key in 1..=50 {
-            if !limiter.check_and_hit(&key, 60) {
+        for i in 1..=50 {
+            if !limiter.check_and_hit(&key(i), 60) {
                 refused += 1;
-                assert_eq!(limiter.status(&key, 60).retry_after_ticks, 50, "{name}");
+                assert_eq!(limiter.status(&key(i), 60).retry_after_ticks, 50, "{name}");
             }
         }
         assert!(refused <= 3, "{name}: {refused} of 50 refused: a global watermark?");
-        assert!(limiter.check_and_hit(&0, 110), "{name}");
+        assert!(limiter.check_and_hit(&key(0), 110), "{name}");
     });
 }
 

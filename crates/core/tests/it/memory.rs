@@ -1,0 +1,92 @@
+//! Memory follows active keys: idle keys go, by `remove_idle` and by the automatic sweep, and
+//! live keys stay, against every variant.
+
+use slidelimit::Options;
+
+use crate::reference::{Config, Reference};
+use crate::variants::{all_variants, for_each_variant, limit, no_auto_sweep};
+
+const KEYS: u64 = 100_000;
+
+#[test]
+fn a_hundred_thousand_idle_keys_are_all_removed_by_remove_idle() {
+    for_each_variant::<u64>(limit(2, 10), no_auto_sweep(), |name, limiter| {
+        // Key i is hit at tick i: fresh from i + 10.
+        for key in 0..KEYS {
+            limiter.hit(&key, key);
+        }
+        assert_eq!(limiter.tracked_keys(), 100_000, "{name}");
+        // Horizon 49_990 (lateness one window): keys 0..=49_980 are idle.
+        assert_eq!(limiter.remove_idle(50_000), 49_981, "{name}");
+        assert_eq!(limiter.tracked_keys(), 50_019, "{name}");
+        assert_eq!(limiter.status(&49_981, 49_990).count, 1, "{name}: kept");
+        assert_eq!(limiter.remove_idle(KEYS + 19), 50_019, "{name}");
+        assert_eq!(limiter.tracked_keys(), 0, "{name}");
+        assert_eq!(limiter.remove_idle(u64::MAX), 0, "{name}");
+    });
+}
+
+#[test]
+fn the_automatic_sweep_keeps_tracked_keys_bounded_as_new_keys_arrive() {
+    // Default options: sweep floor 4096. Key i arrives at tick i and is never used again,
+    // so at most about 2 windows of keys are live at any time.
+    let config = Config {
+        max_requests: 2,
+        window_ticks: 10,
+        lateness_ticks: None,
+        sweep_floor_keys: 4096,
+    };
+    assert_eq!(config.options(), Options::default());
+    for limiter in all_variants::<u64>(config.limit(), Options::default()) {
+        let name = limiter.name();
+        let mut model = Reference::new(config);
+        let mut most = 0;
+        for key in 0..KEYS {
+            assert!(limiter.check_and_hit(&key, key), "{name}");
+            assert!(model.check_and_hit(&key, key));
+            let tracked = limiter.tracked_keys();
+            assert_eq!(tracked, model.tracked_keys(), "{name}: after key {key}");
+            most = most.max(tracked);
+        }
+        assert!(most <= 4096, "{name}: {most} keys tracked at once");
+        assert!(limiter.tracked_keys() < 4096, "{name}");
+        // The keys still live at the end survived every sweep with their hits.
+        for key in KEYS - 10..KEYS {
+            assert_eq!(limiter.status(&key, KEYS - 1).count, 1, "{name}: key {key}");
+        }
+    }
+}
+
+#[test]
+fn a_live_key_survives_a_sweep() {
+    for_each_variant::<u32>(limit(2, 10), no_auto_sweep(), |name, limiter| {
+        assert!(limiter.check_and_hit(&1, 100), "{name}");
+        assert!(limiter.check_and_hit(&1, 105), "{name}");
+        limiter.hit(&2, 50);
+        // Horizon 100: key 2 (fresh from 60) goes, key 1 (fresh from 115) stays.
+        assert_eq!(limiter.remove_idle(110), 1, "{name}");
+        assert_eq!(limiter.tracked_keys(), 1, "{name}");
+        assert!(
+            !limiter.check_and_hit(&1, 109),
+            "{name}: both hits still count"
+        );
+        assert_eq!(limiter.status(&1, 109).retry_after_ticks, 1, "{name}");
+        assert!(limiter.check_and_hit(&1, 110), "{name}");
+    });
+}
+
+#[test]
+fn a_key_within_the_lateness_horizon_is_kept() {
+    let options = no_auto_sweep().lateness_ticks(50);
+    for_each_variant::<u32>(limit(1, 10), options, |name, limiter| {
+        assert!(limiter.check_and_hit(&1, 100), "{name}"); // fresh from 110
+        assert_eq!(
+            limiter.remove_idle(159),
+            0,
+            "{name}: horizon 109: a call at 109 still sees the hit"
+        );
+        assert!(!limiter.check_and_hit(&1, 109), "{name}");
+        assert_eq!(limiter.remove_idle(160), 1, "{name}: horizon 110");
+        assert!(limiter.check_and_hit(&1, 110), "{name}");
+    });
+}
