@@ -1,0 +1,309 @@
+//! Loom models of the keyed lock-free limiter (`LockFreeLimiter`: the atomic ring behind a
+//! pin | RETIRED gate in the key map) with `remove_idle` as the sweeper: M1–M4 of the loom
+//! plan in `shared/research/algorithms.md` §5, and M6, a late writer below the watermark.
+//! (The plan's M5, a sweeper racing a replace API, has no subject: no such API exists.)
+//!
+//! The key map is papaya natively, which is not loom-aware; under `cfg(slidelimit_loom)` the
+//! core swaps in a `loom::sync::RwLock<HashMap<K, Arc<V>>>` stand-in with the same interface
+//! (`crates/core/src/keyed/map.rs`): one atomic get-or-insert, removal by pointer identity.
+//! Everything else (the gate, the watermarks, the ring, the retry loops) is the real code.
+//!
+//! # One bouncer at a time
+//! A caller that meets a retired entry yields and looks the key up again. Loom counts a
+//! switch away from a yielding thread as free, so two callers bouncing off the same retired
+//! entry can hand the processor to each other forever while the sweeper waits: an infinite
+//! schedule that no preemption bound cuts, which loom reports as "exceeded maximum number
+//! of branches". The models therefore let at most one caller at a time reach a retired
+//! entry; a second writer runs after the first (on a thread that joins it), still racing
+//! the sweepers. A single caller that spins with nothing else runnable is a real livelock,
+//! and that is how the un-retire-with-a-store mutant shows up (M3).
+//!
+//! Setup: one key, limit 1 per 10 ticks, lateness tolerance D = 0, automatic sweep off (only
+//! `remove_idle` sweeps). At quiescence every model checks: the window oracle over every
+//! admitted tick, the key's current entry holds every admitted hit (no hit was written into
+//! an unlinked entry), its gate is back at 0, and its `blocked_until` is at most its oldest
+//! slot + W.
+
+#![cfg(slidelimit_loom)]
+
+use loom::sync::Arc;
+use loom::thread;
+use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RateLimiter};
+use slidelimit_loom::{
+    assert_blocked_until_bound, assert_refusal_justified, assert_window_safe, check, RingState,
+    WINDOW_TICKS,
+};
+
+const KEY: u64 = 7;
+
+/// The sweeper's `now`: with D = 0 it removes the key when its newest hit `s` has
+/// `s + W <= 30`, and raises the key's watermark to `s + W`.
+const SWEEP_AT: u64 = 30;
+
+type Limiter = LockFreeLimiter<u64>;
+
+/// A limiter of 1 hit per W, D = 0, no automatic sweep, with `check_and_hit(KEY, t)` admitted
+/// for each prefix tick.
+fn limiter(prefix: &[u64]) -> Arc<Limiter> {
+    let limit = Limit::new(1, WINDOW_TICKS).unwrap();
+    let options = Options::default()
+        .lateness_ticks(0)
+        .sweep_floor_keys(usize::MAX);
+    let limiter = Limiter::with_options(ExactLog::new(limit), options);
+    for &now in prefix {
+        assert!(
+            limiter.check_and_hit(&KEY, now),
+            "prefix check_and_hit({now})"
+        );
+    }
+    Arc::new(limiter)
+}
+
+/// The key's current entry at quiescence: its gate word and its ring.
+fn current_entry(limiter: &Limiter) -> Option<(u64, RingState)> {
+    limiter.model_entry(&KEY, |entry| {
+        (entry.gate().word(), RingState::of(entry.window()))
+    })
+}
+
+/// The checks every keyed model ends with; returns the current entry's ring.
+///
+/// `admitted` holds every `check_and_hit` tick admitted (prefix included) and `recorded`
+/// the ticks that must still count: each must be in the current entry, or, since a
+/// one-slot ring keeps only its newest hit, be older than what it holds.
+fn quiescent(limiter: &Limiter, admitted: &[u64], recorded: &[u64]) -> RingState {
+    assert_window_safe(admitted, 1);
+    assert_eq!(limiter.tracked_keys(), 1, "the key has exactly one entry");
+    let Some((gate, ring)) = current_entry(limiter) else {
+        panic!("lost hit: the key has no entry, yet {recorded:?} must still count");
+    };
+    assert_eq!(gate, 0, "gate not back at zero: {gate:#x}");
+    assert_blocked_until_bound(&ring.slots, ring.blocked_until);
+    let newest = ring.ticks().last().copied();
+    for &tick in recorded {
+        assert!(
+            newest.is_some_and(|newest| newest >= tick),
+            "lost hit: {tick} is neither in the key's current entry nor older than its newest hit ({:?})",
+            ring.ticks()
+        );
+    }
+    ring
+}
+
+/// M1: a sweeper racing a writer never loses the writer's hit. The key's last hit is at 5
+/// (idle for a sweep at 30); the writer's `check_and_hit(31)` is always admitted, and the
+/// key's current entry must hold it: either the writer pinned the old entry first (the sweep
+/// leaves it) or it met a retired or removed entry and went on into a fresh one.
+fn m1_sweeper_vs_writer() {
+    check("keyed::m1_sweeper_vs_writer", || {
+        let limiter = limiter(&[5]);
+        let writer = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.check_and_hit(&KEY, 31))
+        };
+        let sweeper = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.remove_idle(SWEEP_AT))
+        };
+        let admitted = writer.join().unwrap();
+        let removed = sweeper.join().unwrap();
+        assert!(
+            admitted,
+            "31 is admitted: 5 has expired and the watermark is 15"
+        );
+        assert!(removed <= 1);
+        let ring = quiescent(&limiter, &[5, 31], &[31]);
+        assert_eq!(ring.ticks().last(), Some(&31));
+    });
+}
+
+/// M2: two sweepers and two writers. Two sweepers (one spawned, one on the model's main
+/// thread) race each other and a writer `check_and_hit(30)`, which is always admitted (5 has
+/// expired, the watermark is 15) and whose hit must survive both sweeps. A second writer,
+/// `check_and_hit(31)`, comes after the first (see "One bouncer at a time" in the module
+/// docs) while the sweeps may still run: it must be refused, since 30 is live for it; it
+/// would be admitted if a sweep had lost the first hit.
+fn m2_two_sweepers_two_writers() {
+    check("keyed::m2_two_sweepers_two_writers", || {
+        let limiter = limiter(&[5]);
+        let first = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.check_and_hit(&KEY, 30))
+        };
+        let sweeper = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.remove_idle(SWEEP_AT))
+        };
+        let second = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || {
+                let admitted_30 = first.join().unwrap();
+                (admitted_30, limiter.check_and_hit(&KEY, 31))
+            })
+        };
+        let removed_here = limiter.remove_idle(SWEEP_AT);
+        let removed_there = sweeper.join().unwrap();
+        let (admitted_30, admitted_31) = second.join().unwrap();
+        // Each sweep sees one key, so removes at most one entry. Both may remove one: a
+        // sweep can unlink the empty entry a writer has just inserted but not yet pinned
+        // (the writer bounces and inserts another), which forgets nothing.
+        assert!(removed_here <= 1 && removed_there <= 1);
+        let mut admitted = vec![5];
+        admitted.extend(admitted_30.then_some(30));
+        admitted.extend(admitted_31.then_some(31));
+        assert_window_safe(&admitted, 1);
+        assert!(
+            admitted_30,
+            "30 is admitted: 5 has expired and the watermark is 15"
+        );
+        assert!(
+            !admitted_31,
+            "lost hit: 31 admitted though 30 is live for it"
+        );
+        let ring = quiescent(&limiter, &admitted, &[30]);
+        assert_eq!(ring.ticks(), vec![30]);
+    });
+}
+
+/// M3: a hit that slips in between the sweeper's idle check and its retire. `hit(25)` makes
+/// the key non-idle for a sweep at 30 (25 + W > 30), so a sweeper that retired the entry on
+/// a stale idle check must see the hit on its re-check and un-retire. A third caller,
+/// `check_and_hit(31)` on the model's main thread after the hitter is done, may pin while
+/// the entry is retired, bounce off it, and must then get through (no stuck spin). The hit
+/// is never lost, the gate ends at 0, and 31 is refused (25 is live for it).
+fn m3_unretire_path() {
+    check("keyed::m3_unretire_path", || {
+        let limiter = limiter(&[5]);
+        let hitter = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.hit(&KEY, 25))
+        };
+        let sweeper = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.remove_idle(SWEEP_AT))
+        };
+        hitter.join().unwrap();
+        let admitted_31 = limiter.check_and_hit(&KEY, 31);
+        let removed = sweeper.join().unwrap();
+        assert!(removed <= 1);
+        assert!(
+            !admitted_31,
+            "lost hit: 31 admitted though 25 is live for it"
+        );
+        let ring = quiescent(&limiter, &[5], &[25]);
+        assert_eq!(ring.ticks(), vec![25]);
+        assert_refusal_justified(31, &ring.slots);
+    });
+}
+
+/// M4: two first-time writers on a new key create one entry between them, so exactly one
+/// of `check_and_hit(10)` and `check_and_hit(12)` is admitted.
+fn m4_one_entry_for_new_key() {
+    check("keyed::m4_one_entry_for_new_key", || {
+        let limiter = limiter(&[]);
+        let writers: Vec<_> = [10, 12]
+            .into_iter()
+            .map(|now| {
+                let limiter = Arc::clone(&limiter);
+                thread::spawn(move || (now, limiter.check_and_hit(&KEY, now)))
+            })
+            .collect();
+        let results: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        let admitted: Vec<u64> = results.iter().filter(|r| r.1).map(|r| r.0).collect();
+        assert_window_safe(&admitted, 1);
+        assert_eq!(admitted.len(), 1, "exactly one of 10 and 12: {results:?}");
+        quiescent(&limiter, &admitted, &admitted);
+    });
+}
+
+/// M6: a late writer below the watermark is refused. The key's last hit is at 5; a sweep at
+/// 30 may remove it, raising the key's watermark to 15 first. A late `check_and_hit(12)`
+/// (5 is live for it) must be refused whether it meets the old entry, a retired one, or a
+/// fresh one created after the removal (which carries the watermark). A current
+/// `check_and_hit(31)` on the main thread, after the late one, is always admitted.
+fn m6_late_writer_below_watermark() {
+    check("keyed::m6_late_writer_below_watermark", || {
+        let limiter = limiter(&[5]);
+        let sweeper = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.remove_idle(SWEEP_AT))
+        };
+        let late = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.check_and_hit(&KEY, 12))
+        };
+        let late_admitted = late.join().unwrap();
+        let current_admitted = limiter.check_and_hit(&KEY, 31);
+        sweeper.join().unwrap();
+        let mut admitted = vec![5];
+        admitted.extend(late_admitted.then_some(12));
+        admitted.extend(current_admitted.then_some(31));
+        assert_window_safe(&admitted, 1);
+        assert!(
+            !late_admitted,
+            "12 is below the watermark (or 5 is live for it)"
+        );
+        assert!(
+            current_admitted,
+            "31 is above the watermark and 5 has expired"
+        );
+        let ring = quiescent(&limiter, &admitted, &[31]);
+        assert_eq!(ring.ticks(), vec![31]);
+    });
+}
+
+#[test]
+fn m1() {
+    m1_sweeper_vs_writer();
+}
+
+#[test]
+fn m2() {
+    m2_two_sweepers_two_writers();
+}
+
+#[test]
+fn m3() {
+    m3_unretire_path();
+}
+
+#[test]
+fn m4() {
+    m4_one_entry_for_new_key();
+}
+
+#[test]
+fn m6() {
+    m6_late_writer_below_watermark();
+}
+
+// Negative controls: they exist only in the build of their mutant (`ci/loom.sh` builds each
+// one and runs only these), where the model must fail with the named check.
+
+/// X7: a sweeper that retires without the gate unlinks an entry a writer has pinned; the
+/// writer's admitted hit lands in the unlinked entry and is lost.
+#[test]
+#[cfg(slidelimit_loom_mutant = "removal_without_gate")]
+#[should_panic(expected = "lost hit:")]
+fn mutant_removal_without_gate_caught_by_m1() {
+    m1_sweeper_vs_writer();
+}
+
+/// X8: un-retiring with `store(0)` erases the count of a pin that bounced off RETIRED; its
+/// unpin then underflows the gate to `u64::MAX`, RETIRED stays set for good, and the caller
+/// spins on the live key until loom's branch limit stops the model (a livelock).
+#[test]
+#[cfg(slidelimit_loom_mutant = "unretire_with_store")]
+#[should_panic(expected = "Model exceeded maximum number of branches")]
+fn mutant_unretire_with_store_caught_by_m3() {
+    m3_unretire_path();
+}
+
+/// X9: get-then-insert key creation gives two first-time writers an entry each, and both
+/// are admitted within one window.
+#[test]
+#[cfg(slidelimit_loom_mutant = "get_then_insert")]
+#[should_panic(expected = "window oracle:")]
+fn mutant_get_then_insert_caught_by_m4() {
+    m4_one_entry_for_new_key();
+}
