@@ -1,0 +1,33 @@
+//! Shared pieces of slidelimit's benchmarks: the workload matrix, the peers, the floor, the
+//! variant registry and the thread driver, used by the comparison runner and by the criterion
+//! suites alike.
+//!
+//! ```
+//! use slidelimit_bench::{variants, workload};
+//! // Every registered variant and peer, and which workloads each one runs.
+//! let zipf = workload::find("zipf").expect("a default workload");
+//! let metas = variants::metas();
+//! assert!(metas.iter().any(|m| m.name == "lock-free" && (m.supports)(&zipf)));
+//! assert!(metas.iter().any(|m| m.name == "governor-keyed"));
+//! ```
+//!
+//! # Guarantees
+//! Every variant runs the same pre-generated key streams against the same shared clock; the
+//! driver builds its threads before the timed region and releases them with a barrier.
+//!
+//! # Implementation
+//! [`workload`] defines the matrix and its key streams ([`zipf`] samples the heavy tail);
+//! [`target`] is the one trait the driver calls, implemented for every
+//! [`slidelimit::RateLimiter`] and for the peers ([`seed002`], [`peers`]) and the machine
+//! floor ([`floor`]); [`variants`] is the registry; [`drive`] runs one cell.
+
+pub mod clock;
+pub mod drive;
+pub mod floor;
+pub mod peers;
+pub mod rng;
+pub mod seed002;
+pub mod target;
+pub mod variants;
+pub mod workload;
+pub mod zipf;

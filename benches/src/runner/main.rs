@@ -1,0 +1,199 @@
+//! The comparison runner: every slidelimit variant and its peers over one workload matrix,
+//! with throughput, sampled latency percentiles, allowed fractions, memory per key and the
+//! issue's target ratios, written to `results/` as markdown, JSON and SVG.
+//!
+//! `cargo run --release -p slidelimit-bench` runs the default matrix (about three minutes on
+//! two cores); `--help` lists the flags.
+
+mod args;
+mod machine;
+mod matrix;
+mod memory;
+mod report;
+mod results;
+mod svg;
+mod targets;
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use slidelimit_bench::clock::{OPS_PER_TICK, TICK_NS};
+use slidelimit_bench::drive::SAMPLE_EVERY;
+use slidelimit_bench::variants;
+use slidelimit_bench::workload::{self, Workload};
+
+use crate::args::Args;
+use crate::machine::Machine;
+use crate::matrix::{Progress, WorkloadRun};
+use crate::memory::MemoryRun;
+use crate::results::{Config, Report, VariantInfo, WorkloadInfo};
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    let args = match args::parse(argv.iter().skip(1).cloned()) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("error: {message}\n\n{}", args::HELP);
+            return ExitCode::from(2);
+        }
+    };
+    if args.help {
+        print!("{}", args::HELP);
+        return ExitCode::SUCCESS;
+    }
+    let all_workloads = workload::all();
+    let metas = variants::metas();
+    if args.list {
+        println!("variants:");
+        for m in &metas {
+            println!("  {:<16} {}", m.name, m.about);
+        }
+        println!("workloads:");
+        for w in &all_workloads {
+            println!("  {:<16} {}", w.name, w.about);
+        }
+        return ExitCode::SUCCESS;
+    }
+    if let Some(bad) = args
+        .variants
+        .iter()
+        .find(|v| !metas.iter().any(|m| m.name == v.as_str()))
+    {
+        eprintln!("error: unknown variant {bad:?} (see --list)");
+        return ExitCode::from(2);
+    }
+    if let Some(bad) = args
+        .workloads
+        .iter()
+        .find(|w| !all_workloads.iter().any(|x| x.name == w.as_str()))
+    {
+        eprintln!("error: unknown workload {bad:?} (see --list)");
+        return ExitCode::from(2);
+    }
+    match run(&args, &argv, all_workloads) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args, argv: &[String], all_workloads: Vec<Workload>) -> Result<(), String> {
+    let started = Instant::now();
+    let timer = quanta::Clock::new();
+    let machine = Machine::probe(argv, &timer);
+    if machine.profile != "release" {
+        eprintln!(
+            "warning: a {} build; its numbers mean nothing (use --release)",
+            machine.profile
+        );
+    }
+    eprintln!(
+        "slidelimit-bench on {} ({} cores), {}, commit {}",
+        machine.cpu_model, machine.cores, machine.rustc, machine.commit
+    );
+    let workloads: Vec<Workload> = all_workloads
+        .iter()
+        .filter(|w| args.workloads.is_empty() || args.workloads.iter().any(|n| n == w.name))
+        .cloned()
+        .collect();
+    let mut progress = Progress::new(matrix::count_cells(args, &workloads));
+
+    // Memory first: single-threaded and short. Keys are created under uniform-allowed's limit.
+    let (mut memory_rows, mut zipf_rows) = (Vec::new(), Vec::new());
+    if !args.skip_memory {
+        let per_key = all_workloads
+            .iter()
+            .find(|w| w.name == "uniform-allowed")
+            .ok_or("uniform-allowed workload missing")?;
+        let zipf_workload = workloads.iter().find(|w| w.name == "zipf");
+        let zipf_stream = zipf_workload.map(Workload::stream);
+        progress.note("memory: bytes per key and Zipf idle-key removal …");
+        let mut run = MemoryRun {
+            args,
+            per_key,
+            zipf: zipf_workload.zip(zipf_stream.as_ref()),
+            progress: &progress,
+            rows: Vec::new(),
+            zipf_rows: Vec::new(),
+        };
+        variants::for_each(&mut run);
+        memory_rows = run.rows;
+        zipf_rows = run.zipf_rows;
+    }
+
+    let mut cells = Vec::new();
+    for w in &workloads {
+        progress.note(&format!(
+            "{}: generating the key stream ({}) …",
+            w.name,
+            w.keys.describe()
+        ));
+        let stream = w.stream();
+        variants::for_each(&mut WorkloadRun {
+            args,
+            workload: w,
+            stream: &stream,
+            timer: &timer,
+            progress: &mut progress,
+            cells: &mut cells,
+        });
+    }
+
+    let targets = targets::evaluate(&cells);
+    let report = Report {
+        machine,
+        config: Config {
+            duration_ms: args.duration.as_millis(),
+            trials: args.trials,
+            threads: args.threads.clone(),
+            sample_every: SAMPLE_EVERY,
+            ops_per_tick: OPS_PER_TICK,
+            tick_ns: TICK_NS,
+        },
+        variants: metas_ran(args, &cells),
+        workloads: workloads.iter().map(WorkloadInfo::from).collect(),
+        cells,
+        memory: memory_rows,
+        zipf_memory: zipf_rows,
+        targets,
+        runtime_s: started.elapsed().as_secs_f64(),
+    };
+    let files = write_files(&report, &args.out)?;
+    print!("{}", report::stdout_tables(&report));
+    eprintln!("wrote {} files to {}", files, args.out.display());
+    Ok(())
+}
+
+fn metas_ran(args: &Args, cells: &[results::CellResult]) -> Vec<VariantInfo> {
+    variants::metas()
+        .iter()
+        .filter(|m| matrix::selected(args, m) && cells.iter().any(|c| c.variant == m.name))
+        .map(VariantInfo::from)
+        .collect()
+}
+
+fn write_files(report: &Report, out: &Path) -> Result<usize, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let write = |name: &str, text: &str| {
+        let path = out.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    };
+    let mut svgs = Vec::new();
+    for w in &report.workloads {
+        let name = format!("throughput-{}.svg", w.name);
+        write(&name, &svg::throughput(report, w.name))?;
+        svgs.push(name);
+    }
+    for v in &report.variants {
+        let name = format!("latency-{}.svg", v.name);
+        write(&name, &svg::latency(report, v.name))?;
+        svgs.push(name);
+    }
+    write("comparison.md", &report::markdown(report, &svgs))?;
+    let json = serde_json::to_string_pretty(report).map_err(|e| format!("JSON: {e}"))?;
+    write("comparison.json", &(json + "\n"))?;
+    Ok(svgs.len() + 2)
+}

@@ -1,0 +1,222 @@
+//! The timed matrix: every selected variant on every selected workload at every thread count.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use slidelimit_bench::drive::{self, Cell};
+use slidelimit_bench::target::Target;
+use slidelimit_bench::variants::{self, Context, Meta, Visitor};
+use slidelimit_bench::workload::{KeyStream, Workload};
+
+use crate::args::Args;
+use crate::results::{CellResult, Latency};
+
+/// Progress on stderr: one line per cell, rewritten in place on a terminal.
+pub struct Progress {
+    total: usize,
+    done: usize,
+    started: Instant,
+    tty: bool,
+}
+
+impl Progress {
+    /// A display for `total` cells.
+    #[must_use]
+    pub fn new(total: usize) -> Self {
+        Self {
+            total,
+            done: 0,
+            started: Instant::now(),
+            tty: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn prefix(&self) -> String {
+        let elapsed = self.started.elapsed().as_secs();
+        let eta = if self.done == 0 {
+            String::from("?")
+        } else {
+            let per = self.started.elapsed().as_secs_f64() / self.done as f64;
+            let left = (per * (self.total - self.done) as f64) as u64;
+            format!("{}:{:02}", left / 60, left % 60)
+        };
+        format!(
+            "[{:>3}/{} {}:{:02} eta {eta}]",
+            self.done + 1,
+            self.total,
+            elapsed / 60,
+            elapsed % 60
+        )
+    }
+
+    /// Says what is starting.
+    pub fn start(&self, what: &str) {
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[2K{} {what} …", self.prefix());
+        } else {
+            let _ = write!(err, "{} {what} … ", self.prefix());
+        }
+        let _ = err.flush();
+    }
+
+    /// Says how it went.
+    pub fn finish(&mut self, what: &str, summary: &str) {
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let _ = write!(err, "\r\x1b[2K{} {what}: {summary}", self.prefix());
+            if self.done + 1 == self.total {
+                let _ = writeln!(err);
+            }
+        } else {
+            let _ = writeln!(err, "{summary}");
+        }
+        let _ = err.flush();
+        self.done += 1;
+    }
+
+    /// A line of its own (kept on screen).
+    pub fn note(&self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        if self.tty {
+            let _ = writeln!(err, "\r\x1b[2K{text}");
+        } else {
+            let _ = writeln!(err, "{text}");
+        }
+    }
+}
+
+/// Whether `meta` was selected by `--variants`.
+#[must_use]
+pub fn selected(args: &Args, meta: &Meta) -> bool {
+    args.variants.is_empty() || args.variants.iter().any(|v| v == meta.name)
+}
+
+/// How many cells (trials included) the run will time.
+#[must_use]
+pub fn count_cells(args: &Args, workloads: &[Workload]) -> usize {
+    let metas = variants::metas();
+    workloads
+        .iter()
+        .map(|w| {
+            metas
+                .iter()
+                .filter(|m| selected(args, m) && (m.supports)(w))
+                .count()
+        })
+        .sum::<usize>()
+        * args.threads.len()
+        * args.trials
+}
+
+/// Runs one workload's row of the matrix.
+pub struct WorkloadRun<'a> {
+    /// The run's flags.
+    pub args: &'a Args,
+    /// The workload.
+    pub workload: &'a Workload,
+    /// Its key stream.
+    pub stream: &'a KeyStream,
+    /// The latency timer.
+    pub timer: &'a quanta::Clock,
+    /// Progress display.
+    pub progress: &'a mut Progress,
+    /// Where results go.
+    pub cells: &'a mut Vec<CellResult>,
+}
+
+impl Visitor for WorkloadRun<'_> {
+    fn visit<T: Target + 'static>(&mut self, meta: &Meta, make: &dyn Fn(&Context<'_>) -> T) {
+        if !selected(self.args, meta) || !(meta.supports)(self.workload) {
+            return;
+        }
+        for &threads in &self.args.threads {
+            let mut trials = Vec::with_capacity(self.args.trials);
+            for trial in 0..self.args.trials {
+                let what = if self.args.trials > 1 {
+                    format!(
+                        "{} · {} · {threads} thr · trial {}",
+                        self.workload.name,
+                        meta.name,
+                        trial + 1
+                    )
+                } else {
+                    format!("{} · {} · {threads} thr", self.workload.name, meta.name)
+                };
+                self.progress.start(&what);
+                let clock = self.workload.new_clock();
+                let target = make(&Context {
+                    workload: self.workload,
+                    clock: &clock,
+                });
+                let cell = Cell {
+                    workload: self.workload,
+                    stream: self.stream,
+                    clock: &clock,
+                    timer: self.timer,
+                    threads,
+                };
+                let outcome = drive::run_timed(&target, &cell, self.args.duration);
+                let tracked = target.tracked_keys();
+                drop(target);
+                let result = to_result(meta, self.workload, threads, &outcome, tracked);
+                self.progress.finish(
+                    &what,
+                    &format!(
+                        "{:.2} Mops/s, allowed {:.1}%, p99.9 {}",
+                        result.mops,
+                        result.allowed_fraction * 100.0,
+                        crate::report::human_ns(result.latency.p999)
+                    ),
+                );
+                trials.push(result);
+            }
+            // Report the median trial by throughput, with every trial's figure beside it.
+            let all: Vec<f64> = trials.iter().map(|r| r.mops).collect();
+            trials.sort_by(|a, b| a.mops.total_cmp(&b.mops));
+            let mut median = trials.swap_remove(trials.len() / 2);
+            median.trials_mops = all;
+            self.cells.push(median);
+        }
+    }
+}
+
+fn to_result(
+    meta: &Meta,
+    workload: &Workload,
+    threads: usize,
+    outcome: &drive::Outcome,
+    tracked_keys: Option<usize>,
+) -> CellResult {
+    let secs = outcome.elapsed.max(Duration::from_nanos(1)).as_secs_f64();
+    let mops = outcome.ops as f64 / secs / 1e6;
+    let hist = &outcome.latency;
+    CellResult {
+        workload: workload.name,
+        variant: meta.name,
+        family: meta.family,
+        threads,
+        ops: outcome.ops,
+        elapsed_s: secs,
+        mops,
+        ns_per_decision: if mops > 0.0 {
+            1e3 / mops
+        } else {
+            f64::INFINITY
+        },
+        allowed_fraction: if outcome.ops == 0 {
+            0.0
+        } else {
+            outcome.allowed as f64 / outcome.ops as f64
+        },
+        latency: Latency {
+            samples: hist.len(),
+            p50: hist.value_at_quantile(0.5),
+            p99: hist.value_at_quantile(0.99),
+            p999: hist.value_at_quantile(0.999),
+            max: hist.max(),
+        },
+        tracked_keys,
+        trials_mops: Vec::new(),
+    }
+}

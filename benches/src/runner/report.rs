@@ -1,0 +1,366 @@
+//! The readable outputs: the stdout tables and the markdown file.
+
+use std::fmt::Write as _;
+
+use crate::results::{CellResult, Report};
+
+/// Nanoseconds for people: `85 ns`, `12.3 µs`, `1.24 ms`.
+#[must_use]
+pub fn human_ns(ns: u64) -> String {
+    match ns {
+        0..=999 => format!("{ns} ns"),
+        1_000..=999_999 => format!("{:.1} µs", ns as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.2} ms", ns as f64 / 1e6),
+        _ => format!("{:.2} s", ns as f64 / 1e9),
+    }
+}
+
+/// Bytes for people: `812 B`, `3.4 KiB`, `61.2 MiB`.
+#[must_use]
+pub fn human_bytes(bytes: i64) -> String {
+    let b = bytes as f64;
+    if bytes.abs() < 1024 {
+        format!("{bytes} B")
+    } else if bytes.abs() < 1024 * 1024 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{:.1} MiB", b / (1024.0 * 1024.0))
+    }
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+/// Variant names in registry order that have at least one cell on `workload`.
+fn variants_on<'a>(report: &'a Report, workload: &str) -> Vec<&'a str> {
+    report
+        .variants
+        .iter()
+        .map(|v| v.name)
+        .filter(|name| {
+            report
+                .cells
+                .iter()
+                .any(|c| c.workload == workload && c.variant == *name)
+        })
+        .collect()
+}
+
+fn find<'a>(
+    report: &'a Report,
+    workload: &str,
+    variant: &str,
+    threads: usize,
+) -> Option<&'a CellResult> {
+    report
+        .cells
+        .iter()
+        .find(|c| c.workload == workload && c.variant == variant && c.threads == threads)
+}
+
+/// The stdout summary: one compact table per workload, then targets and memory.
+#[must_use]
+pub fn stdout_tables(report: &Report) -> String {
+    let mut out = String::new();
+    let threads = &report.config.threads;
+    for w in &report.workloads {
+        let _ = writeln!(
+            out,
+            "\n== {} — {} · {} · {} ({} clock)",
+            w.name, w.keys, w.limit, w.mix, w.clock
+        );
+        let mut header = format!("{:<16}", "variant");
+        for t in threads {
+            let _ = write!(header, " {:>9}", format!("{t}t Mop/s"));
+        }
+        let _ = write!(header, " {:>8}", "allowed");
+        for t in threads {
+            let _ = write!(header, " {:>10}", format!("p99.9 {t}t"));
+        }
+        let _ = writeln!(out, "{header}");
+        for variant in variants_on(report, w.name) {
+            let mut line = format!("{variant:<16}");
+            for &t in threads {
+                let cell = find(report, w.name, variant, t);
+                let _ = write!(line, " {:>9}", opt(cell.map(|c| format!("{:.2}", c.mops))));
+            }
+            let allowed = threads
+                .iter()
+                .find_map(|&t| find(report, w.name, variant, t))
+                .map(|c| format!("{:.1}%", c.allowed_fraction * 100.0));
+            let _ = write!(line, " {:>8}", opt(allowed));
+            for &t in threads {
+                let cell = find(report, w.name, variant, t);
+                let _ = write!(line, " {:>10}", opt(cell.map(|c| human_ns(c.latency.p999))));
+            }
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    if !report.targets.is_empty() {
+        let _ = writeln!(out, "\n== Targets (ratios from this run)");
+        for t in &report.targets {
+            let _ = writeln!(
+                out,
+                "{:<8} {:<40} {:<16} {}t  ratio {:>6}  (want {})  {}",
+                t.verdict.label(),
+                t.target,
+                t.workload,
+                t.threads,
+                opt(t.ratio.map(|r| format!("{r:.2}"))),
+                t.threshold,
+                t.detail
+            );
+        }
+    }
+    if !report.memory.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n== Memory per tracked key ({} keys)",
+            crate::memory::KEYS
+        );
+        for m in &report.memory {
+            let _ = writeln!(
+                out,
+                "{:<16} {:>8.0} B/key after 1 hit   {:>8.0} B/key with a full window ({})",
+                m.variant, m.bytes_per_key_one_hit, m.bytes_per_key_full, m.limit
+            );
+        }
+    }
+    if !report.zipf_memory.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n== Zipf memory around remove_idle ({} calls)",
+            crate::memory::ZIPF_OPS
+        );
+        for z in &report.zipf_memory {
+            let _ = writeln!(
+                out,
+                "{:<16} before: {:>8} keys {:>10}   after: {:>8} keys {:>10}   ({:.1} ms)",
+                z.variant,
+                opt(z.tracked_before),
+                human_bytes(z.bytes_before),
+                opt(z.tracked_after),
+                human_bytes(z.bytes_after),
+                z.remove_ms
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nTotal runtime: {:.0} s. Files in {}.",
+        report.runtime_s, "the --out directory"
+    );
+    out
+}
+
+/// The markdown results file.
+#[must_use]
+pub fn markdown(report: &Report, svgs: &[String]) -> String {
+    let mut md = String::new();
+    let m = &report.machine;
+    let c = &report.config;
+    let _ = writeln!(
+        md,
+        "# slidelimit: variants and peers, one workload matrix\n"
+    );
+    let _ = writeln!(
+        md,
+        "Generated by the comparison runner; see `results/README.md` for how to read and \
+         reproduce it.\n"
+    );
+    let _ = writeln!(md, "| machine | |\n|---|---|");
+    for (label, value) in m.facts() {
+        if label == "command" {
+            let _ = writeln!(md, "| {label} | `{value}` |");
+        } else {
+            let _ = writeln!(md, "| {label} | {value} |");
+        }
+    }
+    let _ = writeln!(md, "| kernel | {} |", m.kernel);
+    let _ = writeln!(
+        md,
+        "| per cell | {} ms × {} trial(s) (median-throughput trial reported), threads {} |",
+        c.duration_ms,
+        c.trials,
+        c.threads
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        md,
+        "| latency | 1 call in {} timed with the TSC; timer overhead {} ns per sample, included |",
+        c.sample_every, m.timer_overhead_ns
+    );
+    let _ = writeln!(
+        md,
+        "| fake clock | 1 tick = {} ns, advanced by each thread every {} of its calls |",
+        c.tick_ns, c.ops_per_tick
+    );
+    let _ = writeln!(md, "| total runtime | {:.0} s |\n", report.runtime_s);
+    let _ = writeln!(
+        md,
+        "**Peers are compared on cost per decision, not on semantics.** governor implements \
+         GCRA (a virtual-scheduling token bucket), not a sliding window: its quota is the \
+         nearest GCRA equivalent of each limit (burst = `max_requests`, one cell back every \
+         `window / max_requests`), so its allowed fraction differs from the sliding log's by \
+         design. With the fake clock it reads the same `FakeRelativeClock` every variant is \
+         driven by; on `real-clock` it uses its default (quanta TSC) clock while slidelimit \
+         reads `std::time::Instant`. `seed-002` is seed 002's global-lock `HashMap<key, \
+         VecDeque>` solution ported as written. `floor` is one lookup in a pre-filled read-only \
+         map plus one CAS.\n"
+    );
+
+    if !report.targets.is_empty() {
+        let _ = writeln!(md, "## Targets\n");
+        let _ = writeln!(
+            md,
+            "| target | workload | threads | ratio | want | verdict | numbers |"
+        );
+        let _ = writeln!(md, "|---|---|---:|---:|---|---|---|");
+        for t in &report.targets {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | **{}** | {} |",
+                t.target,
+                t.workload,
+                t.threads,
+                opt(t.ratio.map(|r| format!("{r:.2}"))),
+                t.threshold,
+                t.verdict.label(),
+                t.detail
+            );
+        }
+        let _ = writeln!(md);
+    }
+
+    if let Some(&first) = c.threads.first() {
+        let _ = writeln!(md, "## Cost per decision at {first} thread(s), ns\n");
+        let names: Vec<&str> = report.workloads.iter().map(|w| w.name).collect();
+        let _ = writeln!(md, "| variant | {} |", names.join(" | "));
+        let _ = writeln!(md, "|---|{}", "---:|".repeat(names.len()));
+        for v in &report.variants {
+            let _ = write!(md, "| {} |", v.name);
+            for w in &names {
+                let _ = write!(
+                    md,
+                    " {} |",
+                    opt(find(report, w, v.name, first).map(|c| format!("{:.1}", c.ns_per_decision)))
+                );
+            }
+            let _ = writeln!(md);
+        }
+        let _ = writeln!(md);
+    }
+
+    let _ = writeln!(md, "## Every cell\n");
+    let _ = writeln!(
+        md,
+        "Throughput is all threads together. Latency is per call, sampled (see the README). \
+         `allowed` is the share of decisions that said yes.\n"
+    );
+    for w in &report.workloads {
+        let _ = writeln!(md, "### {}\n", w.name);
+        let _ = writeln!(
+            md,
+            "{} · {} · {} · {} clock. {}\n",
+            w.keys, w.limit, w.mix, w.clock, w.about
+        );
+        let _ = writeln!(
+            md,
+            "| variant | threads | M decisions/s | ns/decision | allowed | p50 | p99 | p99.9 | max | samples | keys after |"
+        );
+        let _ = writeln!(
+            md,
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
+        for variant in variants_on(report, w.name) {
+            for &t in &c.threads {
+                if let Some(cell) = find(report, w.name, variant, t) {
+                    let l = cell.latency;
+                    let _ = writeln!(
+                        md,
+                        "| {} | {} | {:.2} | {:.1} | {:.1}% | {} | {} | {} | {} | {} | {} |",
+                        variant,
+                        t,
+                        cell.mops,
+                        cell.ns_per_decision,
+                        cell.allowed_fraction * 100.0,
+                        human_ns(l.p50),
+                        human_ns(l.p99),
+                        human_ns(l.p999),
+                        human_ns(l.max),
+                        l.samples,
+                        opt(cell.tracked_keys)
+                    );
+                }
+            }
+        }
+        let _ = writeln!(md);
+    }
+
+    if !report.memory.is_empty() {
+        let _ = writeln!(md, "## Memory per tracked key\n");
+        let _ = writeln!(
+            md,
+            "Live heap bytes (requested sizes, counted by the runner's global allocator) per \
+             key, {} keys created at one tick under {}.\n",
+            crate::memory::KEYS,
+            report.memory[0].limit
+        );
+        let _ = writeln!(
+            md,
+            "| variant | B/key after 1 hit | B/key with a full window | keys tracked |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|");
+        for r in &report.memory {
+            let _ = writeln!(
+                md,
+                "| {} | {:.0} | {:.0} | {} |",
+                r.variant,
+                r.bytes_per_key_one_hit,
+                r.bytes_per_key_full,
+                opt(r.tracked)
+            );
+        }
+        let _ = writeln!(md);
+    }
+    if !report.zipf_memory.is_empty() {
+        let _ = writeln!(md, "## Zipf: memory before and after `remove_idle`\n");
+        let _ = writeln!(
+            md,
+            "{} `check_and_hit` calls on the zipf stream, one thread, fake clock; then one \
+             `remove_idle(now)` (governor: `retain_recent` + `shrink_to_fit`; seed-002: its own \
+             cleanup over every key).\n",
+            crate::memory::ZIPF_OPS
+        );
+        let _ = writeln!(
+            md,
+            "| variant | keys before | heap before | removed | keys after | heap after | remove_idle |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+        for z in &report.zipf_memory {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {:.1} ms |",
+                z.variant,
+                opt(z.tracked_before),
+                human_bytes(z.bytes_before),
+                opt(z.removed),
+                opt(z.tracked_after),
+                human_bytes(z.bytes_after),
+                z.remove_ms
+            );
+        }
+        let _ = writeln!(md);
+    }
+    if !svgs.is_empty() {
+        let _ = writeln!(md, "## Plots\n");
+        for svg in svgs {
+            let _ = writeln!(md, "- [{svg}]({svg})");
+        }
+    }
+    md
+}

@@ -1,0 +1,235 @@
+//! What a run produced: the raw numbers behind every table and plot, serialised as JSON.
+
+use serde::Serialize;
+use slidelimit_bench::variants::{Family, Meta};
+use slidelimit_bench::workload::Workload;
+
+use crate::machine::Machine;
+
+/// Everything one run measured.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// Where and how.
+    pub machine: Machine,
+    /// With which settings.
+    pub config: Config,
+    /// The variants that ran.
+    pub variants: Vec<VariantInfo>,
+    /// The workloads that ran.
+    pub workloads: Vec<WorkloadInfo>,
+    /// One entry per (workload, variant, threads).
+    pub cells: Vec<CellResult>,
+    /// Bytes per tracked key.
+    pub memory: Vec<MemoryRow>,
+    /// The Zipf workload's memory before and after idle keys are removed.
+    pub zipf_memory: Vec<ZipfMemoryRow>,
+    /// The targets, computed from this run.
+    pub targets: Vec<TargetCheck>,
+    /// Wall time of the whole run, seconds.
+    pub runtime_s: f64,
+}
+
+/// The run's settings.
+#[derive(Debug, Serialize)]
+pub struct Config {
+    /// Measured time per cell and trial, milliseconds.
+    pub duration_ms: u128,
+    /// Trials per cell (the median-throughput trial is reported).
+    pub trials: usize,
+    /// Thread counts.
+    pub threads: Vec<usize>,
+    /// One call in this many is timed.
+    pub sample_every: usize,
+    /// The fake clock advances one tick per this many calls of each thread.
+    pub ops_per_tick: u64,
+    /// One fake tick, nanoseconds.
+    pub tick_ns: u64,
+}
+
+/// A variant as reported.
+#[derive(Debug, Serialize)]
+pub struct VariantInfo {
+    /// Its name.
+    pub name: &'static str,
+    /// Ours, peer or floor.
+    pub family: Family,
+    /// Its window algorithm.
+    pub algorithm: &'static str,
+    /// One line about it.
+    pub about: &'static str,
+}
+
+impl From<&Meta> for VariantInfo {
+    fn from(meta: &Meta) -> Self {
+        Self {
+            name: meta.name,
+            family: meta.family,
+            algorithm: meta.algorithm,
+            about: meta.about,
+        }
+    }
+}
+
+/// A workload as reported.
+#[derive(Debug, Serialize)]
+pub struct WorkloadInfo {
+    /// Its name.
+    pub name: &'static str,
+    /// What it shows.
+    pub about: &'static str,
+    /// Its keys.
+    pub keys: String,
+    /// Its limit.
+    pub limit: String,
+    /// `max_requests`.
+    pub max_requests: u64,
+    /// The window, nanoseconds.
+    pub window_ns: u64,
+    /// Its call mix.
+    pub mix: &'static str,
+    /// `fake` or `real`.
+    pub clock: &'static str,
+}
+
+impl From<&Workload> for WorkloadInfo {
+    fn from(w: &Workload) -> Self {
+        Self {
+            name: w.name,
+            about: w.about,
+            keys: w.keys.describe(),
+            limit: w.describe_limit(),
+            max_requests: w.max_requests,
+            window_ns: w.window_ns,
+            mix: w.mix.describe(),
+            clock: match w.clock {
+                slidelimit_bench::workload::ClockKind::Fake => "fake",
+                slidelimit_bench::workload::ClockKind::Real => "real",
+            },
+        }
+    }
+}
+
+/// Sampled per-call latency, nanoseconds (each sample includes one timer overhead).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Latency {
+    /// How many calls were timed.
+    pub samples: u64,
+    /// Median.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// The slowest sample.
+    pub max: u64,
+}
+
+/// One (workload, variant, threads) cell.
+#[derive(Debug, Serialize)]
+pub struct CellResult {
+    /// The workload.
+    pub workload: &'static str,
+    /// The variant.
+    pub variant: &'static str,
+    /// Its family.
+    pub family: Family,
+    /// Worker threads.
+    pub threads: usize,
+    /// Decisions in the timed region (reported trial).
+    pub ops: u64,
+    /// The timed region, seconds.
+    pub elapsed_s: f64,
+    /// Decisions per second, millions, all threads together.
+    pub mops: f64,
+    /// Wall nanoseconds per decision (1e3 / mops): at 1 thread, the cost of one call.
+    pub ns_per_decision: f64,
+    /// Share of decisions that said yes.
+    pub allowed_fraction: f64,
+    /// Sampled per-call latency.
+    pub latency: Latency,
+    /// Keys held after the run, where the variant says.
+    pub tracked_keys: Option<usize>,
+    /// Every trial's throughput, millions per second.
+    pub trials_mops: Vec<f64>,
+}
+
+/// Bytes per tracked key for one variant.
+#[derive(Debug, Serialize)]
+pub struct MemoryRow {
+    /// The variant.
+    pub variant: &'static str,
+    /// The limit the keys were created under.
+    pub limit: String,
+    /// Keys created.
+    pub keys: usize,
+    /// Keys the variant reports holding.
+    pub tracked: Option<usize>,
+    /// Live heap bytes per key after one hit on each.
+    pub bytes_per_key_one_hit: f64,
+    /// Live heap bytes per key after `max_requests` hits on each (a full window).
+    pub bytes_per_key_full: f64,
+}
+
+/// The Zipf workload's memory around one `remove_idle`.
+#[derive(Debug, Serialize)]
+pub struct ZipfMemoryRow {
+    /// The variant.
+    pub variant: &'static str,
+    /// Calls made (single thread, fake clock) before measuring.
+    pub ops: u64,
+    /// Keys held before removal.
+    pub tracked_before: Option<usize>,
+    /// Live heap bytes before removal.
+    pub bytes_before: i64,
+    /// Keys removed.
+    pub removed: Option<usize>,
+    /// Keys held after.
+    pub tracked_after: Option<usize>,
+    /// Live heap bytes after.
+    pub bytes_after: i64,
+    /// How long the removal took, milliseconds.
+    pub remove_ms: f64,
+}
+
+/// One of the targets, evaluated on this run.
+#[derive(Debug, Serialize)]
+pub struct TargetCheck {
+    /// What is compared.
+    pub target: String,
+    /// On which workload.
+    pub workload: &'static str,
+    /// At how many threads.
+    pub threads: usize,
+    /// The measured ratio (None: a cell was not run).
+    pub ratio: Option<f64>,
+    /// `<= x` or `>= x`.
+    pub threshold: String,
+    /// Met, missed, or not run.
+    pub verdict: Verdict,
+    /// The two numbers behind the ratio.
+    pub detail: String,
+}
+
+/// A target's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Reached.
+    Met,
+    /// Not reached.
+    Missed,
+    /// A cell it needs was not run.
+    NotRun,
+}
+
+impl Verdict {
+    /// As printed.
+    #[must_use]
+    pub const fn label(self) -> &'static str {
+        match self {
+            Self::Met => "met",
+            Self::Missed => "MISSED",
+            Self::NotRun => "not run",
+        }
+    }
+}

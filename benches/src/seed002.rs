@@ -1,0 +1,195 @@
+//! Seed 002's thread-safe solution, ported to Rust as a peer: one global lock over a map from
+//! key to a deque of timestamps, cleaned on access, with the seed's atomic `check_and_hit`.
+//!
+//! This is the baseline the project improves on, kept as the seed wrote it: the standard
+//! `HashMap` with its default hasher (the plain choice, as a Python `dict` is), a `VecDeque`
+//! per key, old timestamps popped from the front on every access, and a key deleted when its
+//! deque empties. Two departures, both forced: the seed's `hit` on a new key inserts an empty
+//! deque, lets `_cleanup` delete it again, then appends to the missing key (a `KeyError` in
+//! Python), so the port appends to a fresh deque, the evident intent; and Python's
+//! `timestamp - window` becomes `front + window <= timestamp`, which cannot underflow.
+//! `remove_idle` runs the seed's own `_cleanup` over every key: the "periodic cleanup" its
+//! Solution 2 proposes.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::Hash;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use slidelimit::{Limit, RateLimiter, Status, WeightError};
+
+/// The seed's `ThreadSafeRateLimiter` (global lock) with its `check_and_hit`.
+pub struct SeedLimiter<K> {
+    limit: Limit,
+    hits: Mutex<HashMap<K, VecDeque<u64>>>,
+}
+
+impl<K: Hash + Eq> SeedLimiter<K> {
+    /// `RateLimiter(max_requests, window_seconds)`.
+    #[must_use]
+    pub fn new(limit: Limit) -> Self {
+        Self {
+            limit,
+            hits: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<K, VecDeque<u64>>> {
+        self.hits.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The seed's `_cleanup`: pop expired timestamps from the front; delete an emptied key.
+    fn cleanup(&self, hits: &mut HashMap<K, VecDeque<u64>>, key: &K, timestamp: u64) {
+        let window = self.limit.window_ticks();
+        let Some(deque) = hits.get_mut(key) else {
+            return;
+        };
+        while deque
+            .front()
+            .is_some_and(|&front| front.saturating_add(window) <= timestamp)
+        {
+            deque.pop_front();
+        }
+        if deque.is_empty() {
+            hits.remove(key);
+        }
+    }
+}
+
+fn single_hit(n: u64) -> Result<(), WeightError> {
+    match n {
+        0 => Err(WeightError::Zero),
+        1 => Ok(()),
+        n => Err(WeightError::Unsupported { n }),
+    }
+}
+
+impl<K> RateLimiter<K> for SeedLimiter<K>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    fn name(&self) -> &'static str {
+        "seed-002"
+    }
+
+    fn algorithm(&self) -> &'static str {
+        "deque"
+    }
+
+    fn limit(&self) -> Limit {
+        self.limit
+    }
+
+    fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
+        single_hit(n)?;
+        let mut hits = self.lock();
+        self.cleanup(&mut hits, key, now);
+        hits.entry(key.clone()).or_default().push_back(now);
+        Ok(())
+    }
+
+    fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+        single_hit(n)?;
+        let mut hits = self.lock();
+        self.cleanup(&mut hits, key, now);
+        Ok(hits
+            .get(key)
+            .is_none_or(|deque| (deque.len() as u64) < self.limit.max_requests()))
+    }
+
+    fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+        single_hit(n)?;
+        let mut hits = self.lock();
+        self.cleanup(&mut hits, key, now);
+        let deque = hits.entry(key.clone()).or_default();
+        if (deque.len() as u64) < self.limit.max_requests() {
+            deque.push_back(now);
+            Ok(true)
+        } else {
+            Ok(false)
+        }
+    }
+
+    fn status(&self, key: &K, now: u64) -> Status {
+        let window = self.limit.window_ticks();
+        let max_requests = self.limit.max_requests();
+        let hits = self.lock();
+        let live = hits.get(key).into_iter().flatten().copied();
+        let (count, oldest) = live
+            .filter(|&s| s.saturating_add(window) > now)
+            .fold((0u64, u64::MAX), |(c, o), s| (c + 1, o.min(s)));
+        let remaining = max_requests.saturating_sub(count);
+        Status {
+            count,
+            remaining,
+            retry_after_ticks: if remaining > 0 {
+                0
+            } else {
+                oldest.saturating_add(window).saturating_sub(now)
+            },
+        }
+    }
+
+    fn remove_idle(&self, now: u64) -> usize {
+        let window = self.limit.window_ticks();
+        let mut hits = self.lock();
+        let before = hits.len();
+        hits.retain(|_, deque| {
+            while deque
+                .front()
+                .is_some_and(|&front| front.saturating_add(window) <= now)
+            {
+                deque.pop_front();
+            }
+            !deque.is_empty()
+        });
+        before - hits.len()
+    }
+
+    fn tracked_keys(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use slidelimit::{Limit, RateLimiter};
+
+    use super::SeedLimiter;
+
+    #[test]
+    fn the_seeds_worked_examples() {
+        let limiter = SeedLimiter::new(Limit::new(3, 10).unwrap());
+        limiter.hit(&"user_1", 1);
+        limiter.hit(&"user_1", 2);
+        assert!(limiter.allowed(&"user_1", 3));
+        limiter.hit(&"user_1", 3);
+        assert!(!limiter.allowed(&"user_1", 4));
+        assert!(limiter.allowed(&"user_1", 12));
+        assert!(limiter.allowed(&"user_2", 5));
+        // Burst at one tick.
+        limiter.hit(&"burst", 5);
+        limiter.hit(&"burst", 5);
+        assert!(limiter.allowed(&"burst", 5));
+        limiter.hit(&"burst", 5);
+        assert!(!limiter.allowed(&"burst", 5));
+        // Long gap.
+        limiter.hit(&"user_3", 1);
+        limiter.hit(&"user_3", 2);
+        assert!(limiter.allowed(&"user_3", 1000));
+    }
+
+    #[test]
+    fn check_and_hit_admits_exactly_the_limit_and_cleanup_forgets_keys() {
+        let limiter = SeedLimiter::new(Limit::new(2, 10).unwrap());
+        assert!(limiter.check_and_hit(&1u64, 0));
+        assert!(limiter.check_and_hit(&1, 1));
+        assert!(!limiter.check_and_hit(&1, 9));
+        assert!(limiter.check_and_hit(&1, 10));
+        assert_eq!(limiter.status(&1, 10).count, 2);
+        limiter.hit(&2, 3);
+        assert_eq!(limiter.tracked_keys(), 2);
+        assert_eq!(limiter.remove_idle(13), 1, "key 2's hit at 3 is dead at 13");
+        assert_eq!(limiter.remove_idle(100), 1);
+        assert_eq!(limiter.tracked_keys(), 0);
+    }
+}
