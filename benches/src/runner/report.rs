@@ -146,11 +146,7 @@ pub fn stdout_tables(report: &Report) -> String {
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "\nTotal runtime: {:.0} s. Files in {}.",
-        report.runtime_s, "the --out directory"
-    );
+    let _ = writeln!(out, "\nTotal runtime: {:.0} s.", report.runtime_s);
     out
 }
 

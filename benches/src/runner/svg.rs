@@ -9,6 +9,9 @@ const PALETTE: [&str; 10] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
     "#bcbd22", "#17becf",
 ];
+/// Picks one percentile out of a cell.
+type Pick = fn(&CellResult) -> u64;
+
 const FONT: &str = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
 
 /// Escapes text for SVG.
@@ -41,7 +44,7 @@ fn footer(svg: &mut String, report: &Report, height: u32) {
     let lines = [
         format!("{} · {} cores · {}", m.cpu_model, m.cores, m.rustc),
         format!("commit {} · {}", m.commit, m.date_utc),
-        format!("{}", m.reproduce),
+        m.reproduce.clone(),
     ];
     for (i, line) in lines.iter().enumerate() {
         let y = height - 10 - 14 * (lines.len() - 1 - i) as u32;
@@ -255,7 +258,7 @@ pub fn latency(report: &Report, variant: &str) -> String {
         height,
         &format!("{variant}: sampled per-call latency vs threads"),
     );
-    let percentiles: [(&str, fn(&CellResult) -> u64); 4] = [
+    let percentiles: [(&str, Pick); 4] = [
         ("p50", |c| c.latency.p50),
         ("p99", |c| c.latency.p99),
         ("p99.9", |c| c.latency.p999),
