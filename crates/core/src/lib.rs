@@ -56,6 +56,10 @@ pub use keyed::Options;
 pub use limit::{Limit, LimitError, MAX_REQUESTS};
 pub use limiter::RateLimiter;
 pub use lockfree::{AtomicEntry, LockFreeLimiter, PinnedWindow};
+pub use window::buckets::{
+    AtomicBuckets, BucketError, RollingBuckets, SequentialBuckets, MAX_PHYSICAL_BUCKETS,
+    MAX_TOTAL_WEIGHT,
+};
 pub use window::ring::{AtomicRing, ExactLog, SequentialRing};
 pub use window::{AtomicWindow, SequentialWindow, Status, WeightError, Window};
 

@@ -4,6 +4,7 @@
 //! (plain integers, for use under a lock) and its atomic form (decided by CAS). Both forms run
 //! the same code, so every limiter gives the same answers to a single-threaded trace.
 
+pub mod buckets;
 pub mod ring;
 
 use std::fmt;
@@ -77,12 +78,14 @@ pub trait AtomicWindow: Send + Sync + 'static {
 /// What a key's window holds for a caller at some tick, without consuming anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Status {
-    /// Live hits in the window (for the exact log: hits `s` with `s + W > now`).
+    /// Live hits in the window (for the exact log: hits `s` with `s + W > now`; for the
+    /// rolling buckets: the weight of the buckets retained for a caller at `now`).
     pub count: u64,
     /// How many more hits would be admitted now.
     pub remaining: u64,
     /// Ticks until one more hit would be admitted: 0 when `remaining > 0`; for the exact log,
-    /// otherwise the oldest live hit + W - now.
+    /// otherwise the oldest live hit + W - now; for the rolling buckets, the first tick at
+    /// which `check_and_hit` of weight 1 would be admitted if no other call came, minus now.
     pub retry_after_ticks: u64,
 }
 

@@ -11,6 +11,7 @@ use std::marker::PhantomData;
 use super::map::KeyMap;
 use super::{KeyPolicy, Options};
 use crate::sync::retry_hint;
+use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::{ring::ExactLog, Status, WeightError, Window};
 use crate::{Limit, RateLimiter};
 
@@ -84,6 +85,24 @@ where
     #[must_use]
     pub fn new(limit: Limit) -> Self {
         Self::with_options(ExactLog::new(limit), Options::default())
+    }
+}
+
+impl<K, E> ConcurrentKeys<K, E>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    E: KeyEntry<Window = RollingBuckets>,
+{
+    /// A limiter with [`RollingBuckets`] (`buckets` buckets over the window, lateness one
+    /// bucket) and default [`Options`].
+    ///
+    /// # Errors
+    /// See [`RollingBuckets::new`].
+    pub fn bucketed(limit: Limit, buckets: u64) -> Result<Self, BucketError> {
+        Ok(Self::with_options(
+            RollingBuckets::new(limit, buckets)?,
+            Options::default(),
+        ))
     }
 }
 

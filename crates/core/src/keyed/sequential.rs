@@ -7,6 +7,7 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 
 use super::{KeyHasher, KeyPolicy, Options};
+use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::{ring::ExactLog, SequentialWindow, Status, WeightError, Window};
 use crate::{Limit, RateLimiter};
 
@@ -135,6 +136,24 @@ where
     #[must_use]
     pub fn new(limit: Limit) -> Self {
         Self::with_options(ExactLog::new(limit), Options::default())
+    }
+}
+
+impl<K, L> LockedKeys<K, RollingBuckets, L>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    L: StateLock<KeyedWindows<K, RollingBuckets>>,
+{
+    /// A limiter with [`RollingBuckets`] (`buckets` buckets over the window, lateness one
+    /// bucket) and default [`Options`].
+    ///
+    /// # Errors
+    /// See [`RollingBuckets::new`].
+    pub fn bucketed(limit: Limit, buckets: u64) -> Result<Self, BucketError> {
+        Ok(Self::with_options(
+            RollingBuckets::new(limit, buckets)?,
+            Options::default(),
+        ))
     }
 }
 

@@ -1,0 +1,348 @@
+//! Unit tests of the rolling-bucket algorithm: geometry, refusals, expiry, status, freshness,
+//! saturation, epochs past 32 bits, and the two storages agreeing step by step.
+
+use super::*;
+
+fn limit(max_requests: u64, window_ticks: u64) -> Limit {
+    Limit::new(max_requests, window_ticks).unwrap()
+}
+
+/// `B = 2` over `W = 10`: buckets of 5 ticks, `NB = 3 + L`.
+fn window(max_requests: u64, lateness: u64) -> RollingBuckets {
+    RollingBuckets::new(limit(max_requests, 10), 2)
+        .unwrap()
+        .lateness_buckets(lateness)
+        .unwrap()
+}
+
+#[test]
+fn configuration_errors_are_typed() {
+    assert_eq!(
+        RollingBuckets::new(limit(1, 10), 0),
+        Err(BucketError::ZeroBuckets)
+    );
+    assert_eq!(
+        RollingBuckets::new(limit(1, 10), 11),
+        Err(BucketError::NarrowerThanATick {
+            buckets: 11,
+            window_ticks: 10
+        })
+    );
+    assert_eq!(
+        RollingBuckets::new(
+            limit(1, 2 * (MAX_PHYSICAL_BUCKETS - 1)),
+            MAX_PHYSICAL_BUCKETS - 1
+        ),
+        Err(BucketError::TooManyBuckets {
+            physical: MAX_PHYSICAL_BUCKETS + 1,
+            max: MAX_PHYSICAL_BUCKETS
+        })
+    );
+    assert!(matches!(
+        window(1, 1).lateness_buckets(u64::MAX),
+        Err(BucketError::TooManyBuckets { .. })
+    ));
+    let widest = RollingBuckets::new(
+        limit(1, 2 * (MAX_PHYSICAL_BUCKETS - 2)),
+        MAX_PHYSICAL_BUCKETS - 2,
+    )
+    .unwrap();
+    assert_eq!(widest.physical_buckets(), MAX_PHYSICAL_BUCKETS);
+    assert!(!BucketError::ZeroBuckets.to_string().is_empty());
+}
+
+#[test]
+fn a_bucket_count_that_does_not_divide_the_window_keeps_only_the_buckets_needed() {
+    let cases = [
+        // (W, B asked) -> (width, B kept, span)
+        ((10, 6), (2, 5, 10)),
+        ((10, 4), (3, 4, 12)),
+        ((10, 3), (4, 3, 12)),
+        ((10, 10), (1, 10, 10)),
+        ((7, 2), (4, 2, 8)),
+        ((u64::MAX, 2), (1 << 63, 2, u64::MAX)),
+    ];
+    for ((window_ticks, asked), (width, kept, span)) in cases {
+        let w = RollingBuckets::new(limit(1, window_ticks), asked).unwrap();
+        assert_eq!(
+            (w.bucket_ticks(), w.buckets(), w.span_ticks()),
+            (width, kept, span),
+            "W = {window_ticks}, B = {asked}"
+        );
+        assert!(w.span_ticks() >= window_ticks);
+    }
+}
+
+#[test]
+fn weights_are_all_or_nothing() {
+    let mut s = window(10, 1).new_sequential();
+    assert!(s.check_and_hit_n(0, 6));
+    assert!(!s.allowed_n(1, 5));
+    assert!(!s.check_and_hit_n(1, 5), "6 + 5 > 10: nothing recorded");
+    assert!(s.check_and_hit_n(1, 4));
+    assert!(!s.check_and_hit_n(2, 1));
+    assert_eq!(s.status(2).count, 10);
+    assert_eq!(window(10, 1).check_weight(0), Err(WeightError::Zero));
+    assert_eq!(
+        window(10, 1).check_weight(11),
+        Err(WeightError::ExceedsLimit {
+            n: 11,
+            max_requests: 10
+        })
+    );
+}
+
+#[test]
+fn a_bucket_expires_once_the_head_is_a_full_ring_past_it() {
+    // L = 1, NB = 4: the hit at 1 (epoch 0) counts until the head reaches epoch 4.
+    let mut s = window(1, 1).new_sequential();
+    assert!(s.check_and_hit_n(1, 1));
+    for t in [10, 11, 15, 19] {
+        assert!(
+            !s.check_and_hit_n(t, 1),
+            "epoch {} still retains epoch 0",
+            t / 5
+        );
+    }
+    assert!(s.check_and_hit_n(20, 1));
+    // L = 0, NB = 3: gone at epoch 3, the contract's W + W/B.
+    let mut s = window(1, 0).new_sequential();
+    assert!(s.check_and_hit_n(1, 1));
+    assert!(!s.check_and_hit_n(14, 1));
+    assert!(s.check_and_hit_n(15, 1));
+}
+
+#[test]
+fn late_callers_are_refused_and_dead_hits_dropped() {
+    let mut s = window(5, 1).new_sequential();
+    assert!(s.check_and_hit_n(22, 1)); // epoch 4
+    assert!(s.check_and_hit_n(17, 1), "one bucket late is checked");
+    assert!(!s.allowed_n(14, 1), "two buckets late cannot be checked");
+    assert!(!s.check_and_hit_n(14, 1));
+    s.hit_n(14, 1); // epoch 2: still retained at head 4, so recorded
+    assert_eq!(s.status(22).count, 3);
+    s.hit_n(3, 1); // epoch 0: expired at head 4, dropped
+    assert_eq!(s.status(22).count, 3);
+    let late = s.status(12);
+    assert_eq!((late.count, late.remaining), (3, 0));
+    assert_eq!(late.retry_after_ticks, 15 - 12, "not late from epoch 3 on");
+}
+
+#[test]
+fn status_reports_when_enough_buckets_expire() {
+    let mut s = window(2, 1).new_sequential();
+    assert!(s.check_and_hit_n(1, 1));
+    assert!(s.check_and_hit_n(6, 1));
+    let st = s.status(7);
+    assert_eq!((st.count, st.remaining, st.retry_after_ticks), (2, 0, 13));
+    assert!(!s.clone().check_and_hit_n(19, 1));
+    assert!(
+        s.clone().check_and_hit_n(20, 1),
+        "7 + 13: epoch 0 has expired"
+    );
+    assert_eq!(s.status(20).remaining, 1);
+    assert_eq!(s.status(25).remaining, 2);
+    // Two buckets must expire when the first does not free enough.
+    let mut s = window(3, 1).new_sequential();
+    assert!(s.check_and_hit_n(1, 1));
+    s.hit_n(6, 3);
+    assert_eq!(s.status(8).count, 4);
+    assert_eq!(s.status(8).retry_after_ticks, 25 - 8);
+    assert!(!s.clone().check_and_hit_n(24, 1));
+    assert!(s.check_and_hit_n(25, 1));
+}
+
+#[test]
+fn fresh_from_is_when_nothing_is_retained_and_nobody_is_late() {
+    let window = window(2, 1);
+    let mut s = window.new_sequential();
+    assert_eq!(s.fresh_from(), 0);
+    assert!(s.check_and_hit_n(1, 1));
+    assert!(s.check_and_hit_n(6, 1));
+    assert_eq!(s.fresh_from(), 25, "epoch 1 expires at head 1 + NB = 5");
+    let before = s.status(24);
+    assert_eq!(before.count, 1);
+    let fresh = window.new_sequential();
+    for t in [25, 26, 40] {
+        assert_eq!(s.status(t), fresh.status(t));
+    }
+    // A late caller is refused until head - L.
+    let mut s = window.new_sequential();
+    s.hit_n(50, 1);
+    s.hit_n(10, 1); // expired: dropped
+    assert_eq!(s.fresh_from(), 70);
+    let mut s = window.new_sequential();
+    assert!(s.check_and_hit_n(100, 1));
+    assert!(s.check_and_hit_n(200, 1));
+    assert_eq!(s.fresh_from(), (40 + 4) * 5);
+}
+
+#[test]
+fn hit_saturates_the_total_and_nothing_carries() {
+    let window = RollingBuckets::new(limit(crate::MAX_REQUESTS, 10), 2).unwrap();
+    let mut s = window.new_sequential();
+    let atomic = window.new_atomic();
+    for i in 0..260 {
+        s.hit_n(i % 10, crate::MAX_REQUESTS);
+        atomic.hit_n(i % 10, crate::MAX_REQUESTS);
+    }
+    assert_eq!(s.status(9).count, MAX_TOTAL_WEIGHT);
+    assert_eq!(
+        atomic.quiescent_totals(),
+        (MAX_TOTAL_WEIGHT, MAX_TOTAL_WEIGHT)
+    );
+    assert_eq!(atomic.quiescent_epochs(), (1, 1));
+    assert!(!s.check_and_hit_n(9, 1));
+    let epoch_1 = s.status(20).count;
+    assert!(
+        0 < epoch_1 && epoch_1 < MAX_TOTAL_WEIGHT,
+        "epoch 1 is retained at epoch 4"
+    );
+    assert_eq!(s.status(25).count, 0, "all of it expires with its buckets");
+    assert!(s.check_and_hit_n(25, crate::MAX_REQUESTS));
+}
+
+/// Runs `ops` on both forms and checks every answer, status and the raw words agree.
+fn run_both(window: RollingBuckets, ops: &[(u8, u64, u64)]) -> Vec<bool> {
+    let mut s = window.new_sequential();
+    let a = window.new_atomic();
+    let mut answers = Vec::new();
+    for &(kind, now, n) in ops {
+        let (x, y) = match kind % 3 {
+            0 => (s.check_and_hit_n(now, n), a.check_and_hit_n(now, n)),
+            1 => {
+                s.hit_n(now, n);
+                a.hit_n(now, n);
+                (true, true)
+            }
+            _ => (s.allowed_n(now, n), a.allowed_n(now, n)),
+        };
+        assert_eq!(x, y, "op {kind} at {now} weight {n}");
+        answers.push(x);
+        assert_eq!(s.status(now), a.status(now), "status at {now}");
+        assert_eq!(s.fresh_from(), a.fresh_from());
+        assert_eq!(s.word, a.header.word.load(Ordering::Relaxed));
+        assert_eq!(s.cleaned, a.header.cleaned.load(Ordering::Relaxed));
+        let buckets: Vec<u64> = a
+            .buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(s.buckets.to_vec(), buckets);
+        let (total, counts) = a.quiescent_totals();
+        assert_eq!(total, counts, "quiescent total is the sum of the buckets");
+        let (head, cleaned) = a.quiescent_epochs();
+        assert_eq!(head, cleaned, "recycling is complete at rest");
+        if kind % 3 == 0 && !x {
+            assert!(a.refuses_at_a_glance(now, n) || !a.allowed_n(now, n));
+        }
+        if a.refuses_at_a_glance(now, n) {
+            assert!(
+                !s.clone().check_and_hit_n(now, n),
+                "a glance refuses only what the full decision does"
+            );
+        }
+    }
+    answers
+}
+
+/// A small deterministic generator (SplitMix64).
+fn trace(seed: u64, len: usize, spread: u64, max_n: u64) -> Vec<(u8, u64, u64)> {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut now = 0u64;
+    (0..len)
+        .map(|_| {
+            let r = next();
+            // Mostly forward, sometimes back (out of order), sometimes a long jump.
+            now = match r % 16 {
+                0 => now.saturating_sub(r % spread),
+                1 => now.saturating_add((r >> 8) % (spread * 100)),
+                _ => now + (r >> 8) % spread,
+            };
+            ((r >> 40) as u8, now, 1 + (r >> 20) % max_n)
+        })
+        .collect()
+}
+
+#[test]
+fn sequential_and_atomic_agree_step_by_step() {
+    for (seed, max_requests, window_ticks, buckets, lateness) in [
+        (1, 3, 10, 2, 1),
+        (2, 10, 60, 6, 1),
+        (3, 5, 10, 3, 0),
+        (4, 7, 100, 7, 3),
+        (5, 1, 4, 4, 1),
+    ] {
+        let window = RollingBuckets::new(limit(max_requests, window_ticks), buckets)
+            .unwrap()
+            .lateness_buckets(lateness)
+            .unwrap();
+        run_both(window, &trace(seed, 400, window_ticks, max_requests));
+    }
+}
+
+#[test]
+fn answers_do_not_depend_on_where_in_u64_the_trace_runs() {
+    // Width 1, so epochs are ticks: the offsets cross 2^32 and run up to the top of u64.
+    let window = RollingBuckets::new(limit(3, 8), 8).unwrap();
+    let base = trace(7, 300, 8, 3)
+        .into_iter()
+        .map(|(kind, now, n)| (kind, now % 5_000, n))
+        .collect::<Vec<_>>();
+    let reference = run_both(window, &base);
+    let top = u64::MAX - 1 - 5_000;
+    for offset in [
+        64,
+        (1 << 32) - 2_500,
+        1 << 32,
+        (1 << 33) + 12,
+        1 << 40,
+        (1 << 63) + 5,
+        top - top % 64,
+    ] {
+        // The first call of each trace jumps from epoch 0; start both at the same point.
+        let shifted: Vec<_> = base
+            .iter()
+            .map(|&(kind, now, n)| (kind, now + offset, n))
+            .collect();
+        assert_eq!(run_both(window, &shifted), reference, "offset {offset}");
+    }
+}
+
+#[test]
+fn a_far_jump_forgets_the_old_state_and_refuses_the_past() {
+    let window = RollingBuckets::new(limit(2, 4), 4).unwrap(); // width 1, NB = 6
+    for far in [
+        (1 << 32) - 7,
+        1 << 32,
+        (1 << 33) + 5,
+        (1 << 34) + 3,
+        1 << 50,
+        MAX_TICK,
+        u64::MAX,
+    ] {
+        let mut s = window.new_sequential();
+        let a = window.new_atomic();
+        for t in [3, 3] {
+            assert!(s.check_and_hit_n(t, 1));
+            assert!(a.check_and_hit_n(t, 1));
+        }
+        assert!(!s.allowed_n(4, 1));
+        assert!(s.check_and_hit_n(far, 2), "far = {far}");
+        assert!(a.check_and_hit_n(far, 2), "far = {far}");
+        assert_eq!(a.quiescent_epochs(), (far.min(MAX_TICK), far.min(MAX_TICK)));
+        assert_eq!(a.quiescent_totals(), (2, 2));
+        assert!(!s.check_and_hit_n(far, 1));
+        assert!(!s.check_and_hit_n(3, 1), "far in the past: refused");
+        s.hit_n(3, 1);
+        assert_eq!(s.status(far).count, 2, "a dead hit is dropped");
+        assert_eq!(s.fresh_from(), far.min(MAX_TICK).saturating_add(6));
+    }
+}
