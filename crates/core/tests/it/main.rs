@@ -11,5 +11,6 @@ mod properties;
 mod reference;
 mod removal;
 mod seed_examples;
+mod stress;
 mod trace;
 mod variants;

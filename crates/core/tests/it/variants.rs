@@ -50,6 +50,17 @@ where
         .collect()
 }
 
+/// The variant called `name` (one of [`NAMES`]), shareable between threads.
+pub fn shared_variant<K>(name: &str, limit: Limit, options: Options) -> Arc<dyn RateLimiter<K>>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    shared_variants(limit, options)
+        .into_iter()
+        .find(|limiter| limiter.name() == name)
+        .unwrap_or_else(|| panic!("no variant named {name}"))
+}
+
 /// Runs `body` once per variant (fresh limiter each time); a failing assertion names the
 /// variant in its message through the `&str` argument.
 pub fn for_each_variant<K>(
