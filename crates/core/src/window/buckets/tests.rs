@@ -346,3 +346,129 @@ fn a_far_jump_forgets_the_old_state_and_refuses_the_past() {
         assert_eq!(s.fresh_from(), far.min(MAX_TICK).saturating_add(6));
     }
 }
+
+/// The sequential storage with CASes that lose races on a schedule: before a scheduled
+/// failure, an interfering `check_and_hit` runs to completion on the same state (another
+/// thread winning the race), then the CAS fails with the value now there. A deterministic
+/// way to take every retry path with a real change behind it.
+struct Contended {
+    inner: SequentialBuckets,
+    cas_calls: u64,
+    fail_every: u64,
+    word_failures: u64,
+    bucket_failures: u64,
+    interfere_at: Vec<u64>,
+    /// `(tick, weight)` of every admission, interfering ones included, in order.
+    admitted: Vec<(u64, u64)>,
+}
+
+impl Contended {
+    fn scheduled_failure(&mut self) -> bool {
+        self.cas_calls += 1;
+        if self.cas_calls % self.fail_every != 0 {
+            return false;
+        }
+        if let Some(t) = self.interfere_at.pop() {
+            if check_and_hit(&mut self.inner, t, 1) {
+                self.admitted.push((t, 1));
+            }
+        }
+        true
+    }
+}
+
+impl BucketCells for Contended {
+    fn geometry(&self) -> Geometry {
+        self.inner.geometry
+    }
+    fn cleaned(&self) -> u64 {
+        self.inner.cleaned
+    }
+    fn raise_cleaned(&mut self, epoch: u64) {
+        self.inner.raise_cleaned(epoch);
+    }
+    fn shift_cleaned(&mut self, current: u64, new: u64) -> bool {
+        self.inner.cleaned == current && self.inner.shift_cleaned(current, new)
+    }
+    fn word(&self) -> u64 {
+        self.inner.word
+    }
+    fn replace_word(&mut self, current: u64, new: u64) -> Result<(), u64> {
+        if self.scheduled_failure() || self.inner.word != current {
+            self.word_failures += 1;
+            return Err(self.inner.word);
+        }
+        self.inner.replace_word(current, new)
+    }
+    fn bucket(&self, slot: usize) -> u64 {
+        self.inner.buckets[slot]
+    }
+    fn replace_bucket(&mut self, slot: usize, current: u64, new: u64) -> Result<(), u64> {
+        if self.scheduled_failure() || self.inner.buckets[slot] != current {
+            self.bucket_failures += 1;
+            return Err(self.inner.buckets[slot]);
+        }
+        self.inner.replace_bucket(slot, current, new)
+    }
+    fn add_to_bucket(&mut self, slot: usize, n: u64) {
+        self.inner.add_to_bucket(slot, n);
+    }
+    fn store_bucket(&mut self, slot: usize, value: u64) {
+        self.inner.store_bucket(slot, value);
+    }
+}
+
+#[test]
+fn lost_races_retry_and_keep_the_window_and_the_books() {
+    for (lateness, fail_every) in [(0, 2), (1, 3), (2, 2), (1, 5)] {
+        let window = window(3, lateness);
+        let ops = trace(11 + fail_every, 300, 10, 3);
+        let mut cells = Contended {
+            inner: window.new_sequential(),
+            cas_calls: 0,
+            fail_every,
+            word_failures: 0,
+            bucket_failures: 0,
+            // Interfering calls a little before, at and after the traced ones.
+            interfere_at: ops
+                .iter()
+                .rev()
+                .enumerate()
+                .map(|(i, &(_, now, _))| (now + [0, 3, 6, 11][i % 4]).saturating_sub(4))
+                .collect(),
+            admitted: Vec::new(),
+        };
+        for &(_, now, n) in &ops {
+            if check_and_hit(&mut cells, now, n) {
+                cells.admitted.push((now, n));
+            }
+        }
+        assert!(cells.word_failures > 50, "the head-word retry path ran");
+        assert!(cells.bucket_failures > 10, "the bucket retry path ran");
+        // Quiescent books.
+        let counts: u64 = cells.inner.buckets.iter().map(|&b| low(b)).sum();
+        assert_eq!(low(cells.inner.word), counts, "total == sum of the buckets");
+        let head = decode(
+            cells.inner.word,
+            cells.inner.cleaned,
+            window.physical_buckets(),
+        );
+        assert_eq!(head, cells.inner.cleaned, "recycling complete");
+        // The window: no 10 ticks hold more than 3 admitted.
+        let mut admitted = cells.admitted.clone();
+        admitted.sort_unstable();
+        for &(start, _) in &admitted {
+            let inside: u64 = admitted
+                .iter()
+                .filter(|&&(t, _)| start <= t && t < start + 10)
+                .map(|&(_, n)| n)
+                .sum();
+            assert!(
+                inside <= 3,
+                "{inside} admitted in [{start}, {}): {admitted:?}",
+                start + 10
+            );
+        }
+        assert!(admitted.len() > 20, "something was admitted");
+    }
+}
