@@ -9,6 +9,7 @@ mod buckets;
 mod edges;
 mod memory;
 mod properties;
+mod race;
 mod reference;
 mod removal;
 mod seed_examples;
