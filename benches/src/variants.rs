@@ -4,7 +4,7 @@
 //! the memory measurements all walk this list, so it gets every workload at once. The calls are
 //! generic (a visitor, not trait objects), so the driver's loop is compiled for each variant.
 
-use slidelimit::LockFreeLimiter;
+use slidelimit::{LockFreeLimiter, RollingBuckets};
 use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;
 use slidelimit_rwlock::RwLockLimiter;
@@ -56,6 +56,9 @@ pub trait Visitor {
     /// Called once per registered variant, with a way to build a fresh instance.
     fn visit<T: Target + 'static>(&mut self, meta: &Meta, make: &dyn Fn(&Context<'_>) -> T);
 }
+
+/// Buckets per window for the bucketed variants.
+pub const BUCKETS: u64 = 8;
 
 fn every(_: &Workload) -> bool {
     true
@@ -115,11 +118,23 @@ pub fn for_each(visitor: &mut impl Visitor) {
         },
         &|cx| Ours(RwLockLimiter::<u64>::new(cx.workload.limit())),
     );
-    // Bucketed (approximate) variants go here, one `visit` each, for example
-    //   &|cx| Ours(LockFreeLimiter::<u64, RollingBuckets>::with_options(
-    //       RollingBuckets::new(cx.workload.limit(), ..), slidelimit::Options::default()))
-    // with `algorithm: "buckets"` and a name such as "lock-free/buckets"; the lock variants
-    // take the same window through their own `with_options`.
+    // Bucketed (approximate) variants go here, one `visit` each: `algorithm: "buckets"`, a
+    // name ending in "-buckets", and the limiter's `bucketed` (or `with_options`) constructor.
+    visitor.visit(
+        &Meta {
+            name: "lock-free-buckets",
+            family: Family::Ours,
+            algorithm: "buckets",
+            about: "the lock-free limiter with rolling bucket counters (8 buckets): approximate",
+            supports: every,
+        },
+        &|cx| {
+            Ours(
+                LockFreeLimiter::<u64, RollingBuckets>::bucketed(cx.workload.limit(), BUCKETS)
+                    .expect("every workload's window has at least BUCKETS ticks"),
+            )
+        },
+    );
     visitor.visit(
         &Meta {
             name: "seed-002",

@@ -29,7 +29,7 @@ pub struct Args {
 
 /// The default measured time per cell: sized so that the whole default run takes about three
 /// minutes on a 2-core machine.
-pub const DEFAULT_DURATION: Duration = Duration::from_millis(450);
+pub const DEFAULT_DURATION: Duration = Duration::from_millis(700);
 /// `--long`: per-cell time.
 pub const LONG_DURATION: Duration = Duration::from_secs(2);
 /// `--long`: trials per cell.
@@ -69,7 +69,7 @@ With no flags it runs the whole default matrix (about 3 minutes on 2 cores) and 
 results/comparison.{md,json} and results/*.svg.
 
 FLAGS:
-    --duration TIME     measured time per cell and trial, e.g. 450ms, 2s (default 450ms)
+    --duration TIME     measured time per cell and trial, e.g. 700ms, 2s (default 700ms)
     --trials N          run each cell N times, report the median-throughput trial (default 1)
     --long              a longer, steadier run: --duration 2s --trials 3
     --variants LIST     comma-separated variant names (default: all; see --list)
@@ -158,9 +158,9 @@ fn split_list(list: &str) -> Vec<String> {
         .collect()
 }
 
-/// `450ms`, `2s`, `1.5s`, or a bare number of milliseconds.
+/// `700ms`, `2s`, `1.5s`, or a bare number of milliseconds.
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("bad duration {text:?} (try 450ms or 2s)");
+    let bad = || format!("bad duration {text:?} (try 700ms or 2s)");
     let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
         (ms, 1e-3)
     } else if let Some(s) = text.strip_suffix('s') {

@@ -28,6 +28,8 @@ pub struct Machine {
     pub reproduce: String,
     /// The kernel (`/proc/sys/kernel/osrelease`).
     pub kernel: String,
+    /// `/proc/loadavg` when the run started: other work on the machine shows here.
+    pub loadavg_start: String,
     /// The TSC timer's own cost: median of back-to-back reads, nanoseconds. Every latency
     /// sample includes it once.
     pub timer_overhead_ns: u64,
@@ -67,6 +69,7 @@ impl Machine {
                 .join(" "),
             kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                 .map_or_else(|_| "unknown".to_owned(), |k| k.trim().to_owned()),
+            loadavg_start: loadavg(),
             timer_overhead_ns: timer_overhead(timer),
         }
     }
@@ -83,6 +86,15 @@ impl Machine {
             ("command", self.reproduce.clone()),
         ]
     }
+}
+
+/// The 1-, 5- and 15-minute load averages, as `/proc/loadavg` gives them.
+#[must_use]
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg").map_or_else(
+        |_| "unknown".to_owned(),
+        |l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+    )
 }
 
 fn git(root: &Path, args: &[&str]) -> Option<String> {

@@ -160,6 +160,7 @@ fn run(args: &Args, argv: &[String], all_workloads: Vec<Workload>) -> Result<(),
         zipf_memory: zipf_rows,
         targets,
         runtime_s: started.elapsed().as_secs_f64(),
+        loadavg_end: machine::loadavg(),
     };
     let files = write_files(&report, &args.out)?;
     print!("{}", report::stdout_tables(&report));

@@ -176,6 +176,12 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
     let _ = writeln!(md, "| kernel | {} |", m.kernel);
     let _ = writeln!(
         md,
+        "| load average (1/5/15 min) | {} at start, {} at end (on 2 cores, anything above \
+         ~0.5 before the run means other work competed with it) |",
+        m.loadavg_start, report.loadavg_end
+    );
+    let _ = writeln!(
+        md,
         "| per cell | {} ms × {} trial(s) (median-throughput trial reported), threads {} |",
         c.duration_ms,
         c.trials,

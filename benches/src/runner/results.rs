@@ -27,6 +27,8 @@ pub struct Report {
     pub targets: Vec<TargetCheck>,
     /// Wall time of the whole run, seconds.
     pub runtime_s: f64,
+    /// `/proc/loadavg` when the run ended.
+    pub loadavg_end: String,
 }
 
 /// The run's settings.
