@@ -35,13 +35,20 @@ fn a_far_future_timestamp_does_not_refuse_later_ordinary_calls() {
         let bad = key(1000);
         // The 64th key reaches the floor: the sweep runs at 2^60 and removes all the others.
         assert!(limiter.check_and_hit(&bad, FAR_FUTURE), "{name}");
-        assert_eq!(limiter.tracked_keys(), 1, "{name}: only the far-future key is live");
+        assert_eq!(
+            limiter.tracked_keys(),
+            1,
+            "{name}: only the far-future key is live"
+        );
 
         // Each removed key is refused below its own newest hit + W, and from there on at most
         // until the last removed key's (1162), where it shares that key's watermark slot.
         for i in 0..63 {
             let fresh_from = 1100 + i;
-            assert!(!limiter.allowed(&key(i), fresh_from - 1), "{name}: key #{i}");
+            assert!(
+                !limiter.allowed(&key(i), fresh_from - 1),
+                "{name}: key #{i}"
+            );
             assert!(
                 limiter.allowed(&key(i), fresh_from)
                     || limiter.status(&key(i), fresh_from).retry_after_ticks <= 1162 - fresh_from,
@@ -73,10 +80,20 @@ fn a_far_future_timestamp_without_a_sweep_changes_no_other_key() {
         assert!(limiter.check_and_hit(&key(1), 1000), "{name}");
         limiter.hit(&key(2), u64::MAX);
         assert!(limiter.check_and_hit(&key(3), FAR_FUTURE), "{name}");
-        assert!(!limiter.check_and_hit(&key(1), 1050), "{name}: its hit still counts");
+        assert!(
+            !limiter.check_and_hit(&key(1), 1050),
+            "{name}: its hit still counts"
+        );
         assert!(limiter.check_and_hit(&key(1), 1100), "{name}");
         assert!(limiter.check_and_hit(&key(4), 1100), "{name}");
-        assert_eq!(limiter.remove_idle(2000), 2, "{name}: keys 1 and 4; 2 and 3 are live");
-        assert!(!limiter.allowed(&key(2), 0), "{name}: a hit at u64::MAX counts everywhere");
+        assert_eq!(
+            limiter.remove_idle(2000),
+            2,
+            "{name}: keys 1 and 4; 2 and 3 are live"
+        );
+        assert!(
+            !limiter.allowed(&key(2), 0),
+            "{name}: a hit at u64::MAX counts everywhere"
+        );
     });
 }

@@ -115,7 +115,11 @@ fn zero_and_oversized_limits_are_errors() {
 fn the_exact_log_rejects_weights_other_than_one() {
     for_each_variant::<u32>(limit(3, 10), Options::default(), |name, limiter| {
         assert_eq!(limiter.hit_n(&1, 5, 0), Err(WeightError::Zero), "{name}");
-        assert_eq!(limiter.allowed_n(&1, 5, 0), Err(WeightError::Zero), "{name}");
+        assert_eq!(
+            limiter.allowed_n(&1, 5, 0),
+            Err(WeightError::Zero),
+            "{name}"
+        );
         assert_eq!(
             limiter.check_and_hit_n(&1, 5, 0),
             Err(WeightError::Zero),
@@ -124,15 +128,27 @@ fn the_exact_log_rejects_weights_other_than_one() {
         for n in [2, 3, 4, u64::MAX] {
             let unsupported = Err(WeightError::Unsupported { n });
             assert_eq!(limiter.hit_n(&1, 5, n), unsupported, "{name}");
-            assert_eq!(limiter.allowed_n(&1, 5, n), unsupported.map(|()| true), "{name}");
+            assert_eq!(
+                limiter.allowed_n(&1, 5, n),
+                unsupported.map(|()| true),
+                "{name}"
+            );
             assert_eq!(
                 limiter.check_and_hit_n(&1, 5, n),
                 unsupported.map(|()| true),
                 "{name}"
             );
         }
-        assert_eq!(limiter.tracked_keys(), 0, "{name}: a rejected call creates no key");
-        assert_eq!(limiter.status(&1, 5).count, 0, "{name}: and records nothing");
+        assert_eq!(
+            limiter.tracked_keys(),
+            0,
+            "{name}: a rejected call creates no key"
+        );
+        assert_eq!(
+            limiter.status(&1, 5).count,
+            0,
+            "{name}: and records nothing"
+        );
         assert_eq!(limiter.hit_n(&1, 5, 1), Ok(()), "{name}");
         assert_eq!(limiter.allowed_n(&1, 5, 1), Ok(true), "{name}");
         assert_eq!(limiter.check_and_hit_n(&1, 5, 1), Ok(true), "{name}");

@@ -19,7 +19,7 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 
-use slidelimit::{AtomicRing, AtomicWindow, Options, RateLimiter};
+use slidelimit::{AtomicRing, AtomicWindow, Options};
 
 use crate::variants::{all_variants, limit};
 

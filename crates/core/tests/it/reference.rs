@@ -96,11 +96,6 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         live
     }
 
-    /// How many recorded hits of `key` are live at `now` (uncapped).
-    pub fn live_count(&self, key: &K, now: u64) -> u64 {
-        self.live_hits(key, now).len() as u64
-    }
-
     /// What the key's window holds at `now`, ignoring watermarks. The exact log keeps the
     /// `max_requests` newest hits, so the count it reports saturates at `max_requests`;
     /// retry-after is when the `max_requests`-th newest live hit leaves the window.

@@ -26,7 +26,10 @@ fn a_key_live_at_the_horizon_is_kept_and_answered_exactly() {
         assert!(!limiter.check_and_hit(&1, 101), "{name}");
         assert_eq!(limiter.status(&1, 101).count, 3, "{name}");
         assert_eq!(limiter.status(&1, 101).retry_after_ticks, 9, "{name}");
-        assert!(limiter.allowed(&1, 110), "{name}: (100, 110] holds 101, 102");
+        assert!(
+            limiter.allowed(&1, 110),
+            "{name}: (100, 110] holds 101, 102"
+        );
     });
 }
 
@@ -91,7 +94,10 @@ fn below_the_watermark_decisions_are_refused_but_hits_record() {
         // hit never refuses: both count from 112 on.
         limiter.hit(&1, 105);
         limiter.hit(&1, 111);
-        assert!(!limiter.allowed(&1, 111), "{name}: still below the watermark");
+        assert!(
+            !limiter.allowed(&1, 111),
+            "{name}: still below the watermark"
+        );
         assert_eq!(limiter.status(&1, 112).count, 2, "{name}");
         assert!(limiter.check_and_hit(&1, 112), "{name}");
         assert!(
@@ -117,7 +123,11 @@ fn a_sweep_removes_exactly_the_idle_keys_and_reports_them() {
         assert_eq!(limiter.remove_idle(50), 1, "{name}: key 2");
         assert_eq!(limiter.remove_idle(50), 0, "{name}: nothing left to remove");
         assert_eq!(limiter.tracked_keys(), 1, "{name}");
-        assert_eq!(limiter.status(&3, 55).count, 1, "{name}: key 3 kept its hit");
+        assert_eq!(
+            limiter.status(&3, 55).count,
+            1,
+            "{name}: key 3 kept its hit"
+        );
         assert_eq!(limiter.remove_idle(u64::MAX), 1, "{name}");
         assert_eq!(limiter.tracked_keys(), 0, "{name}");
     });
@@ -155,8 +165,15 @@ fn a_sweep_at_u64_max_with_default_lateness_keeps_live_keys() {
     for (window_ticks, first) in [(u64::MAX, 5), (1, u64::MAX - 1), (10, u64::MAX - 3)] {
         for_each_variant::<u32>(limit(1, window_ticks), no_auto_sweep(), |name, limiter| {
             assert!(limiter.check_and_hit(&1, first), "{name}");
-            assert_eq!(limiter.remove_idle(u64::MAX), 0, "{name}, W = {window_ticks}");
-            assert!(!limiter.check_and_hit(&1, u64::MAX), "{name}, W = {window_ticks}");
+            assert_eq!(
+                limiter.remove_idle(u64::MAX),
+                0,
+                "{name}, W = {window_ticks}"
+            );
+            assert!(
+                !limiter.check_and_hit(&1, u64::MAX),
+                "{name}, W = {window_ticks}"
+            );
         });
     }
 }
@@ -204,7 +221,10 @@ fn watermarks_are_per_key_not_global() {
             limiter.hit(&key(i), 40);
         }
         assert_eq!(limiter.remove_idle(500), 51, "{name}");
-        assert!(!limiter.check_and_hit(&key(0), 60), "{name}: below key 0's watermark");
+        assert!(
+            !limiter.check_and_hit(&key(0), 60),
+            "{name}: below key 0's watermark"
+        );
         let mut refused = 0;
         for i in 1..=50 {
             if !limiter.check_and_hit(&key(i), 60) {
@@ -212,7 +232,10 @@ fn watermarks_are_per_key_not_global() {
                 assert_eq!(limiter.status(&key(i), 60).retry_after_ticks, 50, "{name}");
             }
         }
-        assert!(refused <= 3, "{name}: {refused} of 50 refused: a global watermark?");
+        assert!(
+            refused <= 3,
+            "{name}: {refused} of 50 refused: a global watermark?"
+        );
         assert!(limiter.check_and_hit(&key(0), 110), "{name}");
     });
 }
@@ -233,7 +256,11 @@ fn automatic_sweep_runs_on_the_inserting_call_after_its_own_operation() {
         limiter.hit(&5, 0);
         assert_eq!(limiter.tracked_keys(), 3, "{name}");
         limiter.hit(&6, 300);
-        assert_eq!(limiter.tracked_keys(), 1, "{name}: only key 6 is live at 290");
+        assert_eq!(
+            limiter.tracked_keys(),
+            1,
+            "{name}: only key 6 is live at 290"
+        );
         assert!(
             !limiter.check_and_hit(&6, 300),
             "{name}: its own hit survived"

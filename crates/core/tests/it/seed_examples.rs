@@ -31,7 +31,10 @@ fn burst_at_one_tick() {
         limiter.hit(&"user_1", 5);
         assert!(!limiter.allowed(&"user_1", 5), "{name}: 3 hits");
         assert_eq!(limiter.status(&"user_1", 5).count, 3, "{name}");
-        assert!(!limiter.allowed(&"user_1", 14), "{name}: all three live until 15");
+        assert!(
+            !limiter.allowed(&"user_1", 14),
+            "{name}: all three live until 15"
+        );
         assert!(limiter.allowed(&"user_1", 15), "{name}");
     });
 }
@@ -73,9 +76,16 @@ fn long_gap_forgets_old_hits() {
         limiter.hit(&"user_3", 2);
         limiter.hit(&"user_3", 3);
         assert!(!limiter.allowed(&"user_3", 3), "{name}");
-        assert!(limiter.allowed(&"user_3", 1000), "{name}: old hits are gone");
+        assert!(
+            limiter.allowed(&"user_3", 1000),
+            "{name}: old hits are gone"
+        );
         assert_eq!(limiter.status(&"user_3", 1000).count, 0, "{name}");
         assert!(limiter.check_and_hit(&"user_3", 1000), "{name}");
-        assert_eq!(limiter.remove_idle(1000), 0, "{name}: the key is live again");
+        assert_eq!(
+            limiter.remove_idle(1000),
+            0,
+            "{name}: the key is live again"
+        );
     });
 }

@@ -23,7 +23,9 @@ pub enum Op {
 
 /// The limiter's key for a trace key.
 pub fn limiter_key(key: u8) -> u64 {
-    u64::from(key).wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    u64::from(key)
+        .wrapping_add(1)
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 /// What a call answered.
