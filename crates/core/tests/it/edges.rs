@@ -1,7 +1,7 @@
 //! Window edges (half-open windows, tick 0, ticks near `u64::MAX`), invalid limits, invalid
 //! weights and `status`, against every variant.
 
-use slidelimit::{Limit, LimitError, Options, Status, WeightError, MAX_REQUESTS};
+use slidelimit::{Limit, LimitError, ManualClock, Options, Status, WeightError, MAX_REQUESTS};
 
 use crate::variants::{for_each_variant, limit};
 
@@ -200,5 +200,20 @@ fn keys_are_independent() {
         assert!(!limiter.allowed(&"b".to_owned(), 2), "{name}");
         assert!(limiter.allowed(&"c".to_owned(), 2), "{name}");
         assert_eq!(limiter.tracked_keys(), 2, "{name}");
+    });
+}
+
+#[test]
+fn check_and_hit_now_reads_the_clock() {
+    for_each_variant::<u32>(limit(1, 10), Options::default(), |name, limiter| {
+        let clock = ManualClock::new(100);
+        assert!(limiter.check_and_hit_now(&1, &clock), "{name}");
+        clock.advance(9);
+        assert!(!limiter.check_and_hit_now(&1, &clock), "{name}: at 109");
+        clock.advance(1);
+        assert!(limiter.check_and_hit_now(&1, &clock), "{name}: at 110");
+        clock.set(u64::MAX);
+        assert!(limiter.check_and_hit_now(&1, &clock), "{name}");
+        assert_eq!(limiter.status(&1, u64::MAX - 1).count, 1, "{name}");
     });
 }
