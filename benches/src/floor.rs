@@ -33,9 +33,9 @@ impl Target for Floor {
     #[inline]
     fn check_and_hit(&self, key: u64, now: u64) -> bool {
         self.map.get(&key).is_some_and(|word| {
-            // Relaxed load, AcqRel/Relaxed CAS: the orderings a window slot uses; the result
-            // is only counted.
-            let seen = word.load(Ordering::Relaxed);
+            // Acquire load, AcqRel/Relaxed CAS: the orderings a window slot uses, so the floor
+            // pays what a slot costs; the result is only counted.
+            let seen = word.load(Ordering::Acquire);
             let _ = word.compare_exchange(seen, now, Ordering::AcqRel, Ordering::Relaxed);
             true
         })

@@ -328,7 +328,7 @@ pub fn latency(report: &Report, variant: &str) -> String {
                     "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
                     px - 6.0,
                     y + 4.0,
-                    crate::report::human_ns(10f64.powf(dec) as u64)
+                    decade_label(dec)
                 );
             }
             dec += 1.0;
@@ -382,6 +382,14 @@ pub fn latency(report: &Report, variant: &str) -> String {
     svg
 }
 
+/// `10^dec` nanoseconds as an axis label: `10 ns`, `1 µs`, `100 ms`.
+fn decade_label(dec: f64) -> String {
+    let dec = dec.max(0.0) as u32;
+    let unit = ["ns", "µs", "ms", "s"][(dec / 3).min(3) as usize];
+    let mantissa = 10u64.pow(if dec >= 9 { dec - 9 } else { dec % 3 });
+    format!("{mantissa} {unit}")
+}
+
 fn trim_float(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
@@ -398,5 +406,9 @@ mod tests {
         assert!((nice_step(0.9, 6.0) - 0.2).abs() < 1e-9);
         assert_eq!(trim_float(2.5), "2.5");
         assert_eq!(trim_float(10.0), "10");
+        assert_eq!(super::decade_label(0.0), "1 ns");
+        assert_eq!(super::decade_label(4.0), "10 µs");
+        assert_eq!(super::decade_label(8.0), "100 ms");
+        assert_eq!(super::decade_label(10.0), "10 s");
     }
 }
