@@ -303,17 +303,6 @@ impl Geometry {
         (epoch % self.physical) as usize
     }
 
-    /// The newest epoch `<= head` that bucket `slot` holds, `None` if there is none yet.
-    #[inline]
-    const fn target(&self, slot: usize, head: u64) -> Option<u64> {
-        let slot = slot as u64;
-        if head < slot {
-            None
-        } else {
-            Some(head - (head - slot) % self.physical)
-        }
-    }
-
     /// Whether weight of epoch `tag` is no longer retained once the head is at `head`.
     #[inline]
     const fn expired(&self, tag: u64, head: u64) -> bool {
@@ -429,13 +418,15 @@ fn add_to_total<C: BucketCells>(cells: &mut C, weight: u64) {
     }
 }
 
-/// Recycles every bucket for `head` (see the module docs, step 3), then raises `cleaned`.
+/// Recycles the buckets for `head` (see the module docs, step 3), then raises `cleaned`.
+/// Recycling is complete for `cleaned`, so only the buckets of the epochs in
+/// `(cleaned, head]` have a new target (that very epoch): at most `NB` of them, however far
+/// the head moved, and one per epoch in order.
 fn recycle_for<C: BucketCells>(cells: &mut C, mut cleaned: u64, head: u64) {
     let geometry = cells.geometry();
-    for slot in 0..geometry.physical as usize {
-        let Some(target) = geometry.target(slot, head) else {
-            continue;
-        };
+    let first = head - (head - cleaned).min(geometry.physical) + 1;
+    for target in first..=head {
+        let slot = geometry.slot(target);
         loop {
             let (value, tag) = read_bucket(cells, slot, &mut cleaned);
             if cleaned >= head {
@@ -539,6 +530,11 @@ fn check_and_hit<C: BucketCells>(cells: &mut C, now: u64, n: u64) -> bool {
         if cfg!(slidelimit_loom_mutant = "buckets_sum_then_cas") {
             return sum_then_cas(cells, epoch, n, snap);
         }
+        if cfg!(slidelimit_loom_mutant = "buckets_split_head_total") {
+            // Deliberately broken: the lateness check above used this head, but the
+            // reservation re-reads the total alone, as if head and total were two atomics.
+            return reserve_total_only(cells, epoch, n, snap.cleaned);
+        }
         if snap.total + n > geometry.max_requests {
             return false;
         }
@@ -548,11 +544,6 @@ fn check_and_hit<C: BucketCells>(cells: &mut C, now: u64, n: u64) -> bool {
             record(cells, epoch, n, snap.cleaned);
             add_to_total(cells, n);
             return true;
-        }
-        if cfg!(slidelimit_loom_mutant = "buckets_split_head_total") {
-            // Deliberately broken: the lateness check above used this head, but the
-            // reservation re-reads the total alone, as if head and total were two atomics.
-            return reserve_total_only(cells, epoch, n, snap.cleaned);
         }
         // The reservation: the linearization point of an admission. The CAS fails if the
         // head moved or anything was added or subtracted since the snapshot.
@@ -627,11 +618,13 @@ fn view<C: BucketCells>(cells: &C, now: u64) -> View {
                 count: snap.total,
             };
         }
+        // As in `recycle_for`: only the buckets of the epochs in (cleaned, head] can expire.
         let mut cleaned = snap.cleaned;
         let mut expired = 0u64;
-        for slot in 0..geometry.physical as usize {
-            let (value, tag) = read_bucket(cells, slot, &mut cleaned);
-            if geometry.expired(tag, head) {
+        let first = head - (head - snap.cleaned).min(geometry.physical) + 1;
+        for epoch in first..=head {
+            let (value, tag) = read_bucket(cells, geometry.slot(epoch), &mut cleaned);
+            if tag < epoch {
                 expired += low(value);
             }
         }
