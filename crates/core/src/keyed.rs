@@ -25,7 +25,7 @@ pub mod sequential;
 use std::hash::{BuildHasher, Hash};
 
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
-use crate::window::Window;
+use crate::window::{Window, MAX_TICK};
 
 /// How a limiter manages its keys. Build with [`Options::default`] and the setters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +116,53 @@ impl Watermarks {
         // AcqRel: Release publishes the raise before the retire/removal that follows it;
         // fetch_max keeps watermarks monotone under concurrent sweeps.
         self.slot(key_hash).fetch_max(tick, Ordering::AcqRel);
+    }
+}
+
+/// The removal watermark an entry answers with: its key's watermark, read once, lazily, by
+/// the first caller that reaches the entry through the map.
+///
+/// Not when the entry is built: the map may publish a value long after it was built (a
+/// get-or-insert that retries, or a thread descheduled before its insert), and a sweep may
+/// remove an earlier entry of the key and raise the watermark in between. A caller that found
+/// this entry in the map found it after every earlier entry of the key was unlinked, so its
+/// read of the table sees every raise those removals made.
+///
+/// | value   | meaning                           |
+/// |---------|-----------------------------------|
+/// | 0       | not yet read from the table       |
+/// | `w + 1` | the key's watermark is `w`        |
+///
+/// Watermarks never exceed [`MAX_TICK`] (sweeps clamp their `now`), so `w + 1` fits.
+#[derive(Debug, Default)]
+pub struct EntryWatermark {
+    word: AtomicU64,
+}
+
+impl EntryWatermark {
+    /// Not yet read.
+    #[must_use]
+    pub fn unresolved() -> Self {
+        Self::default()
+    }
+
+    /// The watermark, reading it with `resolve` on first use.
+    #[inline]
+    pub(crate) fn get_or_resolve(&self, resolve: impl FnOnce() -> u64) -> u64 {
+        // Relaxed: the value is a bound read from the table by a caller that already
+        // synchronised with the removals behind it; it publishes no other memory.
+        match self.word.load(Ordering::Relaxed) {
+            0 => self.resolve(resolve()),
+            stored => stored - 1,
+        }
+    }
+
+    #[cold]
+    fn resolve(&self, watermark: u64) -> u64 {
+        let stored = watermark.min(MAX_TICK) + 1;
+        // Relaxed: see get_or_resolve. fetch_max keeps the highest of racing resolutions (a
+        // later one may include a colliding key's raise: only more conservative).
+        self.word.fetch_max(stored, Ordering::Relaxed).max(stored) - 1
     }
 }
 

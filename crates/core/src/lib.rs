@@ -52,7 +52,7 @@ pub mod window;
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use keyed::concurrent::{ConcurrentKeys, KeyEntry, WindowAccess};
 pub use keyed::sequential::{KeyedWindows, LockedKeys, StateLock};
-pub use keyed::Options;
+pub use keyed::{EntryWatermark, Options};
 pub use limit::{Limit, LimitError, MAX_REQUESTS};
 pub use limiter::RateLimiter;
 pub use lockfree::{AtomicEntry, LockFreeLimiter, PinnedWindow};

@@ -9,6 +9,7 @@
 
 use crate::keyed::concurrent::{ConcurrentKeys, KeyEntry, WindowAccess};
 use crate::keyed::gate::Gate;
+use crate::keyed::EntryWatermark;
 use crate::window::{ring::ExactLog, AtomicWindow, Status, Window};
 
 /// The lock-free keyed limiter. `LockFreeLimiter::new(limit)` gives the exact sliding log.
@@ -28,7 +29,7 @@ pub type LockFreeLimiter<K, W = ExactLog> = ConcurrentKeys<K, AtomicEntry<W>>;
 #[repr(align(64))]
 pub struct AtomicEntry<W: Window> {
     gate: Gate,
-    watermark: u64,
+    watermark: EntryWatermark,
     window: W::Atomic,
 }
 
@@ -81,17 +82,17 @@ impl<W: Window> KeyEntry for AtomicEntry<W> {
     type Access<'a> = PinnedWindow<'a, W>;
     const NAME: &'static str = "lock-free";
 
-    fn new(window: &W, watermark: u64) -> Self {
+    fn new(window: &W) -> Self {
         Self {
             gate: Gate::new(),
-            watermark,
+            watermark: EntryWatermark::unresolved(),
             window: window.new_atomic(),
         }
     }
 
     #[inline]
-    fn watermark(&self) -> u64 {
-        self.watermark
+    fn watermark(&self) -> &EntryWatermark {
+        &self.watermark
     }
 
     #[inline]

@@ -78,7 +78,8 @@ pub trait AtomicWindow: Send + Sync + 'static {
 /// What a key's window holds for a caller at some tick, without consuming anything.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Status {
-    /// Live hits in the window (for the exact log: hits `s` with `s + W > now`; for the
+    /// Live hits in the window (for the exact log: recorded hits `s` with `s + W > now`, of
+    /// which it keeps the newest `max_requests`, so never more than that; for the
     /// rolling buckets: the weight of the buckets retained for a caller at `now`).
     pub count: u64,
     /// How many more hits would be admitted now.

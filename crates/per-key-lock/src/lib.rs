@@ -20,7 +20,8 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use slidelimit::{
-    ConcurrentKeys, ExactLog, KeyEntry, SequentialWindow, Status, Window, WindowAccess,
+    ConcurrentKeys, EntryWatermark, ExactLog, KeyEntry, SequentialWindow, Status, Window,
+    WindowAccess,
 };
 
 /// The per-key-lock limiter; `PerKeyLockLimiter::new(limit)` gives the exact log.
@@ -28,7 +29,7 @@ pub type PerKeyLockLimiter<K, W = ExactLog> = ConcurrentKeys<K, KeyMutex<W>>;
 
 /// One key's sequential window behind its own mutex.
 pub struct KeyMutex<W: Window> {
-    watermark: u64,
+    watermark: EntryWatermark,
     slot: Mutex<Slot<W::Sequential>>,
 }
 
@@ -70,9 +71,9 @@ impl<W: Window> KeyEntry for KeyMutex<W> {
     type Access<'a> = LockedWindow<'a, W>;
     const NAME: &'static str = "per-key-lock";
 
-    fn new(window: &W, watermark: u64) -> Self {
+    fn new(window: &W) -> Self {
         Self {
-            watermark,
+            watermark: EntryWatermark::unresolved(),
             slot: Mutex::new(Slot {
                 window: window.new_sequential(),
                 retired: false,
@@ -80,8 +81,8 @@ impl<W: Window> KeyEntry for KeyMutex<W> {
         }
     }
 
-    fn watermark(&self) -> u64 {
-        self.watermark
+    fn watermark(&self) -> &EntryWatermark {
+        &self.watermark
     }
 
     fn enter(&self) -> Option<LockedWindow<'_, W>> {

@@ -9,10 +9,10 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 
 use super::map::KeyMap;
-use super::{KeyPolicy, Options};
+use super::{EntryWatermark, KeyPolicy, Options};
 use crate::sync::retry_hint;
 use crate::window::buckets::{BucketError, RollingBuckets};
-use crate::window::{ring::ExactLog, Status, WeightError, Window};
+use crate::window::{ring::ExactLog, Status, WeightError, Window, MAX_TICK};
 use crate::{Limit, RateLimiter};
 
 /// One key's guarded window in a [`ConcurrentKeys`] map.
@@ -26,13 +26,12 @@ pub trait KeyEntry: Send + Sync + 'static {
     /// The variant name reported by [`RateLimiter::name`].
     const NAME: &'static str;
 
-    /// A fresh entry with an empty window, for a key whose removal watermark is `watermark`.
-    fn new(window: &Self::Window, watermark: u64) -> Self;
+    /// A fresh entry with an empty window and an unresolved watermark.
+    fn new(window: &Self::Window) -> Self;
 
-    /// The key's removal watermark when this entry was created: decisions below it are
-    /// refused. Only a removal of this key's earlier entries can concern this entry, and they
-    /// all raised the watermark before they unlinked, so before this entry could be inserted.
-    fn watermark(&self) -> u64;
+    /// The key's removal watermark as this entry sees it (decisions below it are refused):
+    /// resolved on first use, see [`EntryWatermark`].
+    fn watermark(&self) -> &EntryWatermark;
 
     /// Takes the guard; `None` if the entry is retired (the caller looks the key up again).
     fn enter(&self) -> Option<Self::Access<'_>>;
@@ -130,16 +129,16 @@ where
         &self,
         key: &K,
         now: u64,
-        glance: impl FnOnce(&E) -> Option<R>,
+        glance: impl FnOnce(u64, &E) -> Option<R>,
         mut op: impl FnMut(u64, &mut E::Access<'_>) -> R,
     ) -> R {
         // The hot path, kept small so it inlines: an existing entry that is not retired, or
         // a decision read off it at a glance.
         let found = self.map.get_with(key, |entry| {
-            if let Some(result) = glance(entry) {
+            let watermark = self.watermark_of(key, entry);
+            if let Some(result) = glance(watermark, entry) {
                 return Some(result);
             }
-            let watermark = entry.watermark();
             entry.enter().map(|mut access| op(watermark, &mut access))
         });
         match found {
@@ -161,14 +160,9 @@ where
         let result = loop {
             let (result, inserted) = self.map.get_or_insert_with(
                 key,
-                || {
-                    // Read after the miss that led here, so it sees every raise made before
-                    // an earlier entry of this key was unlinked.
-                    let watermark = self.policy.watermarks.get(self.policy.hash(key));
-                    E::new(&self.policy.window, watermark)
-                },
+                || E::new(&self.policy.window),
                 |entry| {
-                    let watermark = entry.watermark();
+                    let watermark = self.watermark_of(key, entry);
                     entry.enter().map(|mut access| op(watermark, &mut access))
                 },
             );
@@ -191,15 +185,15 @@ where
     fn with_existing<R>(
         &self,
         key: &K,
-        glance: impl Fn(&E) -> Option<R>,
+        glance: impl Fn(u64, &E) -> Option<R>,
         mut op: impl FnMut(u64, &E::Access<'_>) -> R,
     ) -> Option<R> {
         loop {
             match self.map.get_with(key, |entry| {
-                if let Some(result) = glance(entry) {
+                let watermark = self.watermark_of(key, entry);
+                if let Some(result) = glance(watermark, entry) {
                     return Some(result);
                 }
-                let watermark = entry.watermark();
                 entry.enter().map(|access| op(watermark, &access))
             }) {
                 None => return None,
@@ -207,6 +201,15 @@ where
                 Some(None) => retry_hint(),
             }
         }
+    }
+
+    /// The watermark `entry` answers with, reading the key's from the table on first use.
+    /// Call it only on an entry just found in the map (see [`EntryWatermark`]).
+    #[inline]
+    fn watermark_of(&self, key: &K, entry: &E) -> u64 {
+        entry
+            .watermark()
+            .get_or_resolve(|| self.policy.watermarks.get(self.policy.hash(key)))
     }
 
     fn sweep(&self, now: u64) -> usize {
@@ -257,35 +260,43 @@ where
     }
 
     fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
+        let now = now.min(MAX_TICK);
         self.policy.window.check_weight(n)?;
-        self.with_entry(key, now, |_| None, |_, window| window.hit_n(now, n));
+        self.with_entry(key, now, |_, _| None, |_, window| window.hit_n(now, n));
         Ok(())
     }
 
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+        let now = now.min(MAX_TICK);
         self.policy.window.check_weight(n)?;
         let verdict = self.with_existing(
             key,
-            |entry| (now < entry.watermark() || entry.refuses_unguarded(now, n)).then_some(false),
+            |watermark, entry| {
+                (now < watermark || entry.refuses_unguarded(now, n)).then_some(false)
+            },
             |watermark, window| now >= watermark && window.allowed_n(now, n),
         );
         Ok(verdict.unwrap_or_else(|| !self.policy.below_watermark(self.policy.hash(key), now)))
     }
 
     fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+        let now = now.min(MAX_TICK);
         self.policy.window.check_weight(n)?;
         Ok(self.with_entry(
             key,
             now,
-            |entry| (now < entry.watermark() || entry.refuses_unguarded(now, n)).then_some(false),
+            |watermark, entry| {
+                (now < watermark || entry.refuses_unguarded(now, n)).then_some(false)
+            },
             |watermark, window| now >= watermark && window.check_and_hit_n(now, n),
         ))
     }
 
     fn status(&self, key: &K, now: u64) -> Status {
+        let now = now.min(MAX_TICK);
         self.with_existing(
             key,
-            |_| None,
+            |_, _| None,
             |watermark, window| self.policy.clamp_status(window.status(now), watermark, now),
         )
         .unwrap_or_else(|| {
@@ -296,6 +307,7 @@ where
     }
 
     fn remove_idle(&self, now: u64) -> usize {
+        let now = now.min(MAX_TICK);
         self.sweep(now)
     }
 

@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 
 use super::{KeyHasher, KeyPolicy, Options};
 use crate::window::buckets::{BucketError, RollingBuckets};
-use crate::window::{ring::ExactLog, SequentialWindow, Status, WeightError, Window};
+use crate::window::{ring::ExactLog, SequentialWindow, Status, WeightError, Window, MAX_TICK};
 use crate::{Limit, RateLimiter};
 
 /// Every key's sequential window in one map, with the shared key policy. Not synchronised:
@@ -194,22 +194,27 @@ where
     }
 
     fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
+        let now = now.min(MAX_TICK);
         self.state.write(|state| state.hit_n(key, now, n))
     }
 
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+        let now = now.min(MAX_TICK);
         self.state.read(|state| state.allowed_n(key, now, n))
     }
 
     fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+        let now = now.min(MAX_TICK);
         self.state.write(|state| state.check_and_hit_n(key, now, n))
     }
 
     fn status(&self, key: &K, now: u64) -> Status {
+        let now = now.min(MAX_TICK);
         self.state.read(|state| state.status(key, now))
     }
 
     fn remove_idle(&self, now: u64) -> usize {
+        let now = now.min(MAX_TICK);
         self.state.write(|state| state.sweep(now))
     }
 

@@ -325,6 +325,10 @@ pub struct AtomicRing {
     cursor: AtomicU64,
     /// Every call below this tick is refused: a bound derived from slot values read.
     blocked_until: AtomicU64,
+    /// Slot CASes lost to another thread, counted on the retry path only: lets the stress
+    /// tests show that contention really exercised it. Not modelled under loom.
+    #[cfg(not(slidelimit_loom))]
+    lost_races: std::sync::atomic::AtomicU64,
 }
 
 impl AtomicRing {
@@ -340,6 +344,23 @@ impl AtomicRing {
             window_ticks: limit.window_ticks(),
             cursor: AtomicU64::new(0),
             blocked_until: AtomicU64::new(0),
+            #[cfg(not(slidelimit_loom))]
+            lost_races: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// How many slot CASes this ring lost to another thread (each was retried). Zero in
+    /// loom builds, where the counter would only add interleavings.
+    #[must_use]
+    pub fn lost_races(&self) -> u64 {
+        #[cfg(not(slidelimit_loom))]
+        {
+            // Relaxed: a statistic read after the racing threads were joined.
+            self.lost_races.load(std::sync::atomic::Ordering::Relaxed)
+        }
+        #[cfg(slidelimit_loom)]
+        {
+            0
         }
     }
 
@@ -392,8 +413,16 @@ impl RingCells for &AtomicRing {
         // Success AcqRel: Release publishes the admitted hit to later slot loads (refusals,
         // the sweeper's idle check); Acquire orders it after the value it replaces.
         // Failure Acquire: the value found is re-examined like a fresh slot load.
-        cell.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
-            .map(|_| ())
+        let result = cell
+            .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ());
+        #[cfg(not(slidelimit_loom))]
+        if result.is_err() {
+            // Relaxed: a statistic; only the retry path pays for it.
+            self.lost_races
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        result
     }
     #[inline]
     fn cursor(&self) -> usize {

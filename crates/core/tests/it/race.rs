@@ -11,9 +11,9 @@
 //! failure, so no answer, status or slot value can show that the retry path actually ran.
 //! What the tests do establish is that the calls really overlapped in time (each racer takes
 //! a ticket from one shared counter before and after its call; two calls overlapped when
-//! each started before the other ended), so the assertions were made under real contention.
-//! Proving that a CAS actually failed needs a counter inside the core (for example a
-//! cfg-gated one in the ring's retry branch); the loom models (R1/R2 and the mutant
+//! each started before the other ended), and, through the ring's own counter of lost CASes
+//! (`AtomicRing::lost_races`), that the retry path really ran while every round still
+//! admitted exactly the free slots. The loom models (R1/R2 and the mutant
 //! `ring_cas_loser_refuses`) cover the retry path exhaustively on tiny instances.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -162,4 +162,22 @@ fn the_atomic_ring_never_refuses_the_newest_of_several_racers() {
         assert_eq!(ring.slot_values(), vec![tick(newest) + 1], "round {round}");
         overlapped
     });
+}
+
+#[test]
+fn the_cas_retry_path_is_taken_and_still_admits_exactly_the_free_slots() {
+    const MAX: u64 = 2;
+    const WINDOW: u64 = 100;
+    let ring = AtomicRing::new(limit(MAX, WINDOW));
+    let mut round = 0;
+    while ring.lost_races() == 0 && round < MAX_ROUNDS {
+        let now = 1000 + round * WINDOW;
+        let (answers, _) = race(|_| ring.check_and_hit_n(now, 1));
+        assert_eq!(wins(&answers), MAX, "round {round}: {answers:?}");
+        round += 1;
+    }
+    assert!(
+        ring.lost_races() > 0,
+        "no slot CAS was ever lost in {round} rounds of {RACERS} racers: the retry path never ran"
+    );
 }

@@ -192,7 +192,7 @@ impl<K: Hash + Eq + Clone> Reference<K> {
             .config
             .lateness_ticks
             .unwrap_or(self.config.window_ticks);
-        let horizon = now.saturating_sub(lateness);
+        let horizon = clamp(now).saturating_sub(lateness);
         let idle: Vec<(K, u64)> = self
             .logs
             .iter()

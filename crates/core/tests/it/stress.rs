@@ -215,10 +215,9 @@ fn stragglers_never_readmit_a_removed_key(name: &str) {
     check_safety(&admitted, 1, 64).unwrap_or_else(|e| panic!("{name}: {e}"));
 }
 
-/// The stress tests, once per variant (so that a failure names its variant, and a variant
-/// with a known core bug can be set aside alone).
+/// The stress tests, once per variant (so that a failure names its variant).
 macro_rules! variant_tests {
-    ($module:ident, $name:literal $(, #[$removal_attr:meta])?) => {
+    ($module:ident, $name:literal) => {
         mod $module {
             use super::*;
 
@@ -228,19 +227,16 @@ macro_rules! variant_tests {
             }
 
             #[test]
-            $(#[$removal_attr])?
             fn skewed_clocks_with_sweeps_and_small_lateness_never_over_admit() {
                 stress($name, small_lateness(), true);
             }
 
             #[test]
-            $(#[$removal_attr])?
             fn skewed_clocks_with_a_sweeper_and_default_lateness_never_over_admit() {
                 stress($name, default_lateness(), true);
             }
 
             #[test]
-            $(#[$removal_attr])?
             fn stragglers_never_readmit_a_removed_key() {
                 super::stragglers_never_readmit_a_removed_key($name);
             }
@@ -250,13 +246,5 @@ macro_rules! variant_tests {
 
 variant_tests!(mutex, "mutex");
 variant_tests!(rwlock, "rwlock");
-variant_tests!(
-    lock_free,
-    "lock-free",
-    #[ignore = "core bug: a re-created entry can carry a stale removal watermark (papaya publishes the value built in make() later)"]
-);
-variant_tests!(
-    per_key_lock,
-    "per-key-lock",
-    #[ignore = "core bug: a re-created entry can carry a stale removal watermark (papaya publishes the value built in make() later)"]
-);
+variant_tests!(lock_free, "lock-free");
+variant_tests!(per_key_lock, "per-key-lock");
