@@ -12,18 +12,48 @@
 //! buckets late ([`RollingBuckets::lateness_buckets`], default 1); the window keeps
 //! `NB = B + 1 + L` physical buckets, bucket `s` holding the epochs `≡ s (mod NB)`.
 //!
+//! ```
+//! use slidelimit::{Limit, LockFreeLimiter, RateLimiter, RollingBuckets};
+//! // 100,000 tokens per 5 hours (ticks in seconds), 60 buckets of 5 minutes.
+//! let limit = Limit::new(100_000, 18_000)?;
+//! let limiter = LockFreeLimiter::<&str, RollingBuckets>::bucketed(limit, 60)?;
+//! assert_eq!(limiter.check_and_hit_n(&"pk_test", 1_000, 60_000), Ok(true));
+//! assert_eq!(limiter.check_and_hit_n(&"pk_test", 1_300, 50_000), Ok(false), "all or nothing");
+//! assert_eq!(limiter.status(&"pk_test", 1_300).remaining, 40_000);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Bit layouts
+//! The head word:
+//!
+//! | bits   | field        | meaning                                                        |
+//! |--------|--------------|----------------------------------------------------------------|
+//! | 63..32 | `head_epoch` | the newest epoch the window has advanced to, modulo 2^32         |
+//! | 31..0  | `total`      | weight of the retained buckets + reservations not yet recorded |
+//!
+//! Each bucket word:
+//!
+//! | bits   | field       | meaning                                          |
+//! |--------|-------------|--------------------------------------------------|
+//! | 63..32 | `tag_epoch` | the epoch whose weight the bucket holds, mod 2^32  |
+//! | 31..0  | `count`     | that weight                                      |
+//!
+//! `total` never passes `max_requests` (≤ 2^24) through `check_and_hit`, and `hit` saturates
+//! it at [`MAX_TOTAL_WEIGHT`] = 2^32 − 1; a count is part of the total, so neither low field
+//! ever carries into an epoch. The truncated epochs are read back with a full-width epoch
+//! kept beside them (see *Epochs beyond 32 bits*).
+//!
 //! # Algorithm
-//! One word packs (head epoch | running total) (see [`packed`] for the bit layouts); the total
-//! is the weight of every retained bucket plus reservations not yet recorded. A caller at
-//! epoch `e`:
+//! One word packs (head epoch | running total); the total is the weight of every retained
+//! bucket plus reservations not yet recorded. A caller at epoch `e`:
 //! 1. if `e` is past the head, advances the head to `e` by a CAS on the word;
 //! 2. is refused if `e + L < head`: it is too late to be checked against every window that
 //!    holds its tick;
-//! 3. makes sure the buckets are *recycled* for the head: every bucket whose tag is older than
-//!    the newest epoch `≤ head` of its residue is reset to that epoch by one CAS on its packed
-//!    (tag | count) word, and the CAS winner subtracts the count it cleared from the total. A
-//!    full-width `cleaned` epoch records that recycling for a head is complete, so callers
-//!    help finish it instead of deciding on a half-recycled total;
+//! 3. makes sure the buckets are *recycled* for the head: the bucket of every epoch the head
+//!    passed (at most `NB` of them) is reset to that epoch by one CAS on its packed
+//!    (tag | count) word if its tag is older, and the CAS winner subtracts the count it
+//!    cleared from the total. A full-width `cleaned` epoch records that recycling for a head
+//!    is complete, so callers help finish it instead of deciding on a half-recycled total;
 //! 4. is refused if `total + n > max_requests`, else reserves `n` by a CAS `total → total + n`
 //!    on the word (the same CAS re-checks the head, so nothing recycled in between);
 //! 5. only then records `n` in its bucket: a `fetch_add` if the bucket's tag is its epoch or
@@ -35,6 +65,11 @@
 //! the total saturates at [`MAX_TOTAL_WEIGHT`] (weight beyond it is forgotten). `allowed` and
 //! `status` compute what the same steps would see, from loads alone.
 //!
+//! Cost: in the steady state a decision is three loads and one CAS on the head word's cache
+//! line, then two loads and one `fetch_add` on a bucket; a refusal is loads only. Each epoch
+//! the head passes costs one bucket CAS once, whoever does it. Memory: `8·NB` bytes of
+//! buckets and one cache line of header per key, whatever the limit.
+//!
 //! # Guarantees
 //! - **Never over-admits**, in any interleaving and timestamp order: the weight admitted in
 //!   any `W` ticks is at most `max_requests`. A bucket is reset only after the head moved
@@ -44,7 +79,9 @@
 //!   one exception: it is forgotten.)
 //! - **Bounded false negatives**: a refusal of `n` at `t` means the weight recorded at ticks
 //!   in `(t − span − (L + 1)·w, ∞)` is at least `max_requests − n + 1`, or the caller is more
-//!   than `L` buckets late. With `B` dividing `W`, `span = W`.
+//!   than `L` buckets late. With `B` dividing `W`, `span = W`. This is exact for a
+//!   single-threaded trace; under concurrency a refusal may also count weight whose bucket
+//!   another thread has just reset but not yet subtracted (a transient false negative).
 //! - **Exactly-once recycling**: the tag and the count of a bucket change together, so a
 //!   stale bucket is reset by exactly one CAS and no concurrent increment is lost; weight is
 //!   only ever credited to its own epoch or a newer one (expiring later, never earlier).
@@ -53,14 +90,15 @@
 //!
 //! # Epochs beyond 32 bits
 //! The words keep epochs modulo 2^32 and `cleaned` keeps the full one, so no key needs to be
-//! touched or swept on any schedule. The head moves at most [`advance_reach`] epochs past
-//! `cleaned` per step; a jump further than that (a key idle for ~2^32 buckets, or a
-//! timestamp far in the future) first *shifts* `cleaned` by a multiple of 2^32, which leaves
-//! every word's bits as they are and only re-reads the old state 2^32·k epochs later (its
-//! weight then expires later, never earlier), then takes at most two steps of recycling. A
-//! jump of any length costs at most three rounds of `NB` bucket CASes. The one residual
-//! assumption: no single call stalls while other threads move its key by 2^32 epochs and
-//! bring one of its bucket words back to the same 64 bits.
+//! touched or swept on any schedule. Every epoch in the words lies in
+//! `[cleaned − (NB − 1), cleaned − (NB − 1) + 2^32)`, which decodes it exactly: the head
+//! moves at most `2^32 − NB + 1` epochs past `cleaned` per step. A jump further than that (a
+//! key idle for ~2^32 buckets, or a timestamp far in the future) first *shifts* `cleaned` by
+//! a multiple of 2^32, which leaves every word's bits as they are and only re-reads the old
+//! state 2^32·k epochs later (its weight then expires later, never earlier), then takes at
+//! most two steps of recycling. A jump of any length costs at most three rounds of `NB`
+//! bucket CASes. The one residual assumption: no single call stalls while other threads move
+//! its key by 2^32 epochs and bring one of its bucket words back to the same 64 bits.
 //!
 //! # Atomic orderings
 //! The guarantee users get: an admission is decided by one successful CAS on the head word
@@ -129,7 +167,9 @@ impl fmt::Display for BucketError {
 impl std::error::Error for BucketError {}
 
 /// The rolling-bucket window: `B` buckets and a running total per key, `O(B)` memory whatever
-/// the limit, weighted hits, never over-admitting (see the [module docs](self)).
+/// the limit, weighted hits, never over-admitting (see the [module docs](self)). Every
+/// limiter takes it: `LockFreeLimiter::<K, RollingBuckets>::bucketed(limit, buckets)`, and the
+/// same for the three lock variants.
 ///
 /// ```
 /// use slidelimit::{Limit, RollingBuckets, SequentialWindow, Window};
@@ -866,7 +906,7 @@ impl SequentialWindow for SequentialBuckets {
 #[repr(align(64))]
 #[derive(Debug)]
 struct Header {
-    /// (head epoch | total), see [`packed`].
+    /// (head epoch | total), see the module docs.
     word: AtomicU64,
     /// The full epoch whose recycling is complete; decodes the truncated epochs.
     cleaned: AtomicU64,
