@@ -92,6 +92,30 @@ fn every_variant_has_a_bucketed_constructor() {
     assert!(MutexLimiter::<u64, RollingBuckets>::bucketed(l, 101).is_err());
 }
 
+#[test]
+fn idle_removal_forgets_a_bucketed_key_once_it_is_fresh() {
+    // W = 10, B = 2 (width 5), L = 1: a hit at 5 (epoch 1) is retained until epoch 1 + 4,
+    // so the state is fresh from tick 25; the default lateness tolerance D is one window.
+    let window = RollingBuckets::new(limit(1, 10), 2).unwrap();
+    for l in bucketed_variants::<u64>(window) {
+        let name = l.name();
+        assert!(l.check_and_hit(&1, 5), "{name}");
+        assert_eq!(
+            l.remove_idle(34),
+            0,
+            "{name}: a call at 24 would still see the hit"
+        );
+        assert_eq!(l.remove_idle(35), 1, "{name}");
+        assert_eq!(l.tracked_keys(), 0, "{name}");
+        assert!(
+            !l.check_and_hit(&1, 24),
+            "{name}: below the removal watermark"
+        );
+        assert_eq!(l.status(&1, 24).retry_after_ticks, 1, "{name}");
+        assert!(l.check_and_hit(&1, 25), "{name}");
+    }
+}
+
 /// Seed 003's tests, in milliseconds: 100,000 tokens per 5 hours, 60 buckets of 5 minutes,
 /// lateness one bucket (so `NB = 62` and a bucket is retained for 62 × 5 min after it opens).
 mod seed_003 {
