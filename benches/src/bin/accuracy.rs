@@ -246,16 +246,14 @@ fn machine(root: &Path) -> Machine {
             .unwrap_or_default()
     };
     let mut commit = git(&["rev-parse", "HEAD"]);
-    if !git(&[
-        "status",
-        "--porcelain",
-        "--untracked-files=no",
-        "--",
-        ".",
-        ":!results",
-    ])
-    .is_empty()
-    {
+    // `+dirty` when the sources this binary is built from differ from the commit.
+    let sources = ["crates", "benches", "Cargo.toml", "Cargo.lock"];
+    let status = [
+        &["status", "--porcelain", "--untracked-files=no", "--"][..],
+        &sources,
+    ]
+    .concat();
+    if !git(&status).is_empty() {
         commit.push_str("+dirty");
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
