@@ -460,12 +460,15 @@ fn svg(report: &Report) -> String {
             exact.trace
         );
     }
+    let (x, y) = (
+        left + plot_w + 20.0,
+        top + 30.0 + 20.0 * report.exact.len() as f64,
+    );
+    let false_positives: u64 = report.rows.iter().map(|r| r.false_positives).sum();
     let _ = writeln!(
         s,
-        r##"<text x="{:.1}" y="{:.1}" fill="#555">false positives: {} (must be 0)</text>"##,
-        left + plot_w + 20.0,
-        top + 20.0 + 20.0 * report.exact.len() as f64 + 10.0,
-        report.rows.iter().map(|r| r.false_positives).sum::<u64>()
+        r##"<text x="{x:.1}" y="{y:.1}" fill="#555">false positives: {false_positives}</text><text x="{x:.1}" y="{:.1}" fill="#555">(must be 0)</text>"##,
+        y + 16.0
     );
     s.push_str("</svg>\n");
     s
