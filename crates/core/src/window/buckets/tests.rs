@@ -1,7 +1,11 @@
 //! Unit tests of the rolling-bucket algorithm: geometry, refusals, expiry, status, freshness,
 //! saturation, epochs past 32 bits, and the two storages agreeing step by step.
 
+use super::algorithm::{check_and_hit, BucketCells};
+use super::packed::{decode, low};
 use super::*;
+use crate::sync::Ordering;
+use crate::window::{AtomicWindow, SequentialWindow, WeightError};
 
 fn limit(max_requests: u64, window_ticks: u64) -> Limit {
     Limit::new(max_requests, window_ticks).unwrap()
