@@ -176,8 +176,8 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
     let _ = writeln!(md, "| kernel | {} |", m.kernel);
     let _ = writeln!(
         md,
-        "| load average (1/5/15 min) | {} at start, {} at end (on 2 cores, anything above \
-         ~0.5 before the run means other work competed with it) |",
+        "| load average (1/5/15 min) | {} at start, {} at end (the start includes any \
+         compile that `cargo run` just did, the end the run's own threads) |",
         m.loadavg_start, report.loadavg_end
     );
     let _ = writeln!(
