@@ -73,10 +73,10 @@ fn current_entry(limiter: &Limiter) -> Option<(u64, RingState)> {
 /// one-slot ring keeps only its newest hit, be older than what it holds.
 fn quiescent(limiter: &Limiter, admitted: &[u64], recorded: &[u64]) -> RingState {
     assert_window_safe(admitted, 1);
-    assert_eq!(limiter.tracked_keys(), 1, "the key has exactly one entry");
     let Some((gate, ring)) = current_entry(limiter) else {
         panic!("lost hit: the key has no entry, yet {recorded:?} must still count");
     };
+    assert_eq!(limiter.tracked_keys(), 1, "one key, one entry");
     assert_eq!(gate, 0, "gate not back at zero: {gate:#x}");
     assert_blocked_until_bound(&ring.slots, ring.blocked_until);
     let newest = ring.ticks().last().copied();
