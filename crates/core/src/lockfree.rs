@@ -114,7 +114,7 @@ impl<W: Window> KeyEntry for AtomicEntry<W> {
 
     fn retire_if_fresh(&self, horizon: u64) -> Option<u64> {
         // A cheap look first: most live entries are skipped without touching the gate.
-        if self.window.fresh_from() > horizon || !self.gate.try_retire() {
+        if !self.window.is_fresh_by(horizon) || !self.gate.try_retire() {
             return None;
         }
         // Retired: nobody is pinned and nobody can pin, so this re-check is final. A hit

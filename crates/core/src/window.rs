@@ -49,6 +49,12 @@ pub trait SequentialWindow: Send + Sync + 'static {
     fn status(&self, now: u64) -> Status;
     /// The first tick from which this state answers every call as an empty window would.
     fn fresh_from(&self) -> u64;
+    /// Whether [`fresh_from`](Self::fresh_from) is at most `horizon`: the sweep's question,
+    /// which a window may answer without reading all of its state (most keys a sweep looks
+    /// at are live, and one recent hit settles it).
+    fn is_fresh_by(&self, horizon: u64) -> bool {
+        self.fresh_from() <= horizon
+    }
 }
 
 /// One key's window shared between threads, decided by CAS. Same contract as
@@ -64,6 +70,12 @@ pub trait AtomicWindow: Send + Sync + 'static {
     fn status(&self, now: u64) -> Status;
     /// The first tick from which this state answers every call as an empty window would.
     fn fresh_from(&self) -> u64;
+    /// Whether [`fresh_from`](Self::fresh_from) is at most `horizon`: the sweep's question,
+    /// which a window may answer without reading all of its state (most keys a sweep looks
+    /// at are live, and one recent hit settles it).
+    fn is_fresh_by(&self, horizon: u64) -> bool {
+        self.fresh_from() <= horizon
+    }
     /// A refusal of `check_and_hit_n(now, n)` that can be read off a hint without a scan
     /// and without any write (for the exact log, `now < blocked_until`). True only when the
     /// full decision would certainly refuse; false means "decide fully". The lock-free

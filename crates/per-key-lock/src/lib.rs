@@ -92,11 +92,10 @@ impl<W: Window> KeyEntry for KeyMutex<W> {
 
     fn retire_if_fresh(&self, horizon: u64) -> Option<u64> {
         let mut slot = self.lock();
-        let fresh_from = slot.window.fresh_from();
-        if slot.retired || fresh_from > horizon {
+        if slot.retired || !slot.window.is_fresh_by(horizon) {
             return None;
         }
         slot.retired = true;
-        Some(fresh_from)
+        Some(slot.window.fresh_from())
     }
 }

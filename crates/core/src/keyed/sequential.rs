@@ -92,10 +92,10 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
         let before = self.map.len();
         let policy = &self.policy;
         self.map.retain(|key, (window, _)| {
-            let fresh_from = window.fresh_from();
-            if fresh_from > horizon {
+            if !window.is_fresh_by(horizon) {
                 return true;
             }
+            let fresh_from = window.fresh_from();
             policy.watermarks.raise(policy.hash(key), fresh_from);
             false
         });

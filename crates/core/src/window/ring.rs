@@ -223,6 +223,19 @@ fn fresh_from<C: RingCells>(cells: &C) -> u64 {
     }
 }
 
+/// Whether every slot's hit has left the window of a caller at `horizon`. Walks back from the
+/// slot written last, which in time order holds the newest hit, so a live key is settled by
+/// its first load.
+fn is_fresh_by<C: RingCells>(cells: &C, horizon: u64) -> bool {
+    let capacity = cells.capacity();
+    let window_ticks = cells.window_ticks();
+    let newest_first = cells.cursor() + capacity - 1;
+    (0..capacity).all(|back| {
+        let value = cells.slot((newest_first - back) % capacity);
+        value == EMPTY || (value - 1).saturating_add(window_ticks) <= horizon
+    })
+}
+
 fn capacity_of(limit: Limit) -> usize {
     // Limit::new caps max_requests at 2^24, which fits every usize this crate builds for.
     usize::try_from(limit.max_requests()).unwrap_or(usize::MAX)
@@ -298,6 +311,9 @@ impl SequentialWindow for SequentialRing {
     }
     fn fresh_from(&self) -> u64 {
         fresh_from(self)
+    }
+    fn is_fresh_by(&self, horizon: u64) -> bool {
+        is_fresh_by(self, horizon)
     }
 }
 
@@ -471,6 +487,9 @@ impl AtomicWindow for AtomicRing {
     fn fresh_from(&self) -> u64 {
         fresh_from(&self)
     }
+    fn is_fresh_by(&self, horizon: u64) -> bool {
+        is_fresh_by(&self, horizon)
+    }
     #[inline]
     fn refuses_at_a_glance(&self, now: u64, n: u64) -> bool {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
@@ -520,6 +539,25 @@ mod tests {
         assert_eq!((s.count, s.remaining, s.retry_after_ticks), (2, 0, 7));
         assert_eq!(r.status(14).remaining, 1);
         assert_eq!(r.fresh_from(), 16);
+    }
+
+    #[test]
+    fn is_fresh_by_agrees_with_fresh_from_in_any_order() {
+        let mut r = ring(3, 10);
+        for t in [40, 7, 25, 3, 31, 12] {
+            r.hit_n(t, 1);
+            for horizon in 0..60 {
+                assert_eq!(
+                    r.is_fresh_by(horizon),
+                    r.fresh_from() <= horizon,
+                    "{horizon}"
+                );
+            }
+        }
+        assert!(
+            ring(2, 10).is_fresh_by(0),
+            "an empty ring is fresh from tick 0"
+        );
     }
 
     #[test]
