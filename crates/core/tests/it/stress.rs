@@ -184,6 +184,9 @@ fn stragglers_never_readmit_a_removed_key(name: &str) {
             // Relaxed: a stop flag and a tick; the joins publish the results.
             while !done.load(Ordering::Relaxed) {
                 removed += limiter.remove_idle(clock.load(Ordering::Relaxed));
+                // Without it, a sweeper looping on the global-lock variants can keep winning
+                // their (unfair) lock and starve the workers for minutes.
+                thread::yield_now();
             }
             removed
         })
