@@ -47,6 +47,11 @@ impl<W: Window> AtomicEntry<W> {
     }
 }
 
+// The exact log's entry is one cache line: gate, watermark and the ring's header. (Not under
+// loom, whose atomics are larger.)
+#[cfg(not(slidelimit_loom))]
+const _: () = assert!(std::mem::size_of::<AtomicEntry<ExactLog>>() == 64);
+
 /// An [`AtomicEntry`] pinned by its gate; unpins on drop.
 pub struct PinnedWindow<'a, W: Window> {
     entry: &'a AtomicEntry<W>,

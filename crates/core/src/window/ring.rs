@@ -24,7 +24,7 @@
 //! successful CASes `AcqRel` so that a refusal, the `blocked_until` bound and the sweeper's
 //! idle check all happen-after the slot writes they read. The cursor is `Relaxed` (a hint).
 
-use crate::sync::{retry_hint, AtomicU64, Ordering};
+use crate::sync::{retry_hint, AtomicU32, AtomicU64, Ordering};
 use crate::window::{
     is_live, AtomicWindow, SequentialWindow, Status, WeightError, Window, MAX_TICK,
 };
@@ -335,10 +335,11 @@ impl SlotLine {
 #[derive(Debug)]
 pub struct AtomicRing {
     lines: Box<[SlotLine]>,
-    capacity: usize,
+    /// `max_requests`, at most 2^24 (`Limit` caps it), so `u32` keeps the header one line.
+    capacity: u32,
     window_ticks: u64,
     /// Index of the slot to probe first (in order, the oldest). A hint only.
-    cursor: AtomicU64,
+    cursor: AtomicU32,
     /// Every call below this tick is refused: a bound derived from slot values read.
     blocked_until: AtomicU64,
     /// Slot CASes lost to another thread, counted on the retry path only: lets the stress
@@ -356,9 +357,9 @@ impl AtomicRing {
             lines: (0..capacity.div_ceil(SLOTS_PER_LINE))
                 .map(|_| SlotLine::empty())
                 .collect(),
-            capacity,
+            capacity: u32::try_from(capacity).unwrap_or(u32::MAX),
             window_ticks: limit.window_ticks(),
-            cursor: AtomicU64::new(0),
+            cursor: AtomicU32::new(0),
             blocked_until: AtomicU64::new(0),
             #[cfg(not(slidelimit_loom))]
             lost_races: std::sync::atomic::AtomicU64::new(0),
@@ -389,7 +390,7 @@ impl AtomicRing {
     #[must_use]
     pub fn slot_values(&self) -> Vec<u64> {
         // Acquire: pairs with the slot CASes, so a quiescent reader sees their values.
-        (0..self.capacity)
+        (0..self.capacity as usize)
             .map(|i| self.cell(i).load(Ordering::Acquire))
             .collect()
     }
@@ -405,7 +406,7 @@ impl AtomicRing {
 impl RingCells for &AtomicRing {
     #[inline]
     fn capacity(&self) -> usize {
-        self.capacity
+        self.capacity as usize
     }
     #[inline]
     fn window_ticks(&self) -> u64 {
@@ -443,13 +444,18 @@ impl RingCells for &AtomicRing {
     #[inline]
     fn cursor(&self) -> usize {
         // Relaxed: a probe-order hint; no decision rests on it.
-        let raw = self.cursor.load(Ordering::Relaxed);
-        usize::try_from(raw).map_or(0, |i| if i < self.capacity { i } else { 0 })
+        let index = self.cursor.load(Ordering::Relaxed);
+        if index < self.capacity {
+            index as usize
+        } else {
+            0
+        }
     }
     #[inline]
     fn set_cursor(&mut self, index: usize) {
         // Relaxed: a hint; a plain store (not an RMW) keeps the hot path to one RMW.
-        self.cursor.store(index as u64, Ordering::Relaxed);
+        // index < capacity <= 2^24, so it fits.
+        self.cursor.store(index as u32, Ordering::Relaxed);
     }
     #[inline]
     fn blocked_until(&self) -> u64 {
