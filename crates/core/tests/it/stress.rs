@@ -91,7 +91,9 @@ fn hammer(limiter: &Arc<dyn RateLimiter<u64>>, sweeper: bool) -> Run {
             while !done.load(Ordering::Relaxed) {
                 let now = counter.load(Ordering::Relaxed) / CALLS_PER_TICK;
                 swept.fetch_add(limiter.remove_idle(now), Ordering::Relaxed);
-                thread::yield_now();
+                // A pause, not a yield: a sweeper that only yields keeps re-taking the
+                // global-lock variants' (unfair) lock and can starve the workers for minutes.
+                thread::sleep(std::time::Duration::from_micros(20));
             }
         })
     });
@@ -184,9 +186,8 @@ fn stragglers_never_readmit_a_removed_key(name: &str) {
             // Relaxed: a stop flag and a tick; the joins publish the results.
             while !done.load(Ordering::Relaxed) {
                 removed += limiter.remove_idle(clock.load(Ordering::Relaxed));
-                // Without it, a sweeper looping on the global-lock variants can keep winning
-                // their (unfair) lock and starve the workers for minutes.
-                thread::yield_now();
+                // A pause, not a yield: see `stress`.
+                thread::sleep(std::time::Duration::from_micros(20));
             }
             removed
         })
