@@ -25,6 +25,7 @@ pub mod clock;
 pub mod drive;
 pub mod floor;
 pub mod peers;
+pub mod provenance;
 pub mod rng;
 pub mod seed002;
 pub mod target;

@@ -26,7 +26,6 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -34,6 +33,7 @@ use slidelimit::{
     ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets, SequentialWindow,
     Window,
 };
+use slidelimit_bench::provenance::{cpu_model, git_commit};
 use slidelimit_bench::rng::SplitMix64;
 use slidelimit_bench::zipf::Zipf;
 
@@ -238,38 +238,11 @@ struct Machine {
 }
 
 fn machine(root: &Path) -> Machine {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu_model = cpuinfo
-        .lines()
-        .find_map(|line| {
-            let (name, value) = line.split_once(':')?;
-            (name.trim() == "model name").then(|| value.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".to_owned());
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .args(args)
-            .current_dir(root)
-            .output()
-            .ok()
-            .and_then(|out| String::from_utf8(out.stdout).ok())
-            .map(|s| s.trim().to_owned())
-            .unwrap_or_default()
-    };
-    let mut commit = git(&["rev-parse", "HEAD"]);
     // `+dirty` when the sources this binary is built from differ from the commit.
-    let sources = ["crates", "benches", "Cargo.toml", "Cargo.lock"];
-    let status = [
-        &["status", "--porcelain", "--untracked-files=no", "--"][..],
-        &sources,
-    ]
-    .concat();
-    if !git(&status).is_empty() {
-        commit.push_str("+dirty");
-    }
+    let commit = git_commit(root, &["crates", "benches", "Cargo.toml", "Cargo.lock"]);
     let args: Vec<String> = std::env::args().skip(1).collect();
     Machine {
-        cpu_model,
+        cpu_model: cpu_model(),
         cores: std::thread::available_parallelism().map_or(1, usize::from),
         rustc: env!("SLIDELIMIT_BENCH_RUSTC"),
         profile: env!("SLIDELIMIT_BENCH_PROFILE"),

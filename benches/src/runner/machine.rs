@@ -2,10 +2,10 @@
 //! the exact command.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
+use slidelimit_bench::provenance::{cpu_model, git_commit};
 
 /// Where and how a run happened.
 #[derive(Clone, Debug, Serialize)]
@@ -39,23 +39,16 @@ impl Machine {
     /// Probes this machine; `argv` is the runner's command line.
     #[must_use]
     pub fn probe(argv: &[String], timer: &quanta::Clock) -> Self {
-        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu_model = cpuinfo
-            .lines()
-            .find_map(|line| {
-                let (name, value) = line.split_once(':')?;
-                (name.trim() == "model name").then(|| value.trim().to_owned())
-            })
-            .unwrap_or_else(|| "unknown".to_owned());
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
             .unwrap_or(Path::new("."));
         Self {
-            cpu_model,
+            cpu_model: cpu_model(),
             cores: std::thread::available_parallelism().map_or(1, usize::from),
             rustc: env!("SLIDELIMIT_BENCH_RUSTC").to_owned(),
             profile: env!("SLIDELIMIT_BENCH_PROFILE").to_owned(),
-            commit: git_commit(root),
+            // Results files are outputs: a rerun that only rewrote them is not dirty.
+            commit: git_commit(root, &[".", ":!results"]),
             date_utc: utc_now(),
             command: argv
                 .iter()
@@ -95,41 +88,6 @@ pub fn loadavg() -> String {
         |_| "unknown".to_owned(),
         |l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
     )
-}
-
-fn git(root: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
-fn git_commit(root: &Path) -> String {
-    let Some(head) = git(root, &["rev-parse", "HEAD"]) else {
-        return "unknown (not a git checkout)".to_owned();
-    };
-    let dirty = git(
-        root,
-        &[
-            "status",
-            "--porcelain",
-            "--untracked-files=no",
-            "--",
-            ".",
-            ":!results",
-        ],
-    )
-    .is_some_and(|s| !s.is_empty());
-    if dirty {
-        format!("{head}+dirty")
-    } else {
-        head
-    }
 }
 
 fn shell_quote(arg: &str) -> String {
