@@ -72,6 +72,16 @@ fn hot_consuming_only(workload: &Workload) -> bool {
     workload.is_hot() && workload.mix == Mix::CheckAndHit
 }
 
+/// The lock-based bucketed siblings run a reduced set (the hot key, 10k uniform keys, the
+/// read-heavy mix) so that the default matrix stays within about three minutes; every workload
+/// is one edit away.
+fn bucket_siblings(workload: &Workload) -> bool {
+    matches!(
+        workload.name,
+        "hot-allowed" | "uniform-allowed" | "read-heavy"
+    )
+}
+
 fn floor_workloads(workload: &Workload) -> bool {
     workload.floor
 }
@@ -131,6 +141,51 @@ pub fn for_each(visitor: &mut impl Visitor) {
         &|cx| {
             Ours(
                 LockFreeLimiter::<u64, RollingBuckets>::bucketed(cx.workload.limit(), BUCKETS)
+                    .expect("every workload's window has at least BUCKETS ticks"),
+            )
+        },
+    );
+    visitor.visit(
+        &Meta {
+            name: "mutex-buckets",
+            family: Family::Ours,
+            algorithm: "buckets",
+            about: "rolling bucket counters (8 buckets) per key, one global Mutex over the map",
+            supports: bucket_siblings,
+        },
+        &|cx| {
+            Ours(
+                MutexLimiter::<u64, RollingBuckets>::bucketed(cx.workload.limit(), BUCKETS)
+                    .expect("every workload's window has at least BUCKETS ticks"),
+            )
+        },
+    );
+    visitor.visit(
+        &Meta {
+            name: "per-key-lock-buckets",
+            family: Family::Ours,
+            algorithm: "buckets",
+            about: "rolling bucket counters (8 buckets) behind a Mutex per key, in a papaya map",
+            supports: bucket_siblings,
+        },
+        &|cx| {
+            Ours(
+                PerKeyLockLimiter::<u64, RollingBuckets>::bucketed(cx.workload.limit(), BUCKETS)
+                    .expect("every workload's window has at least BUCKETS ticks"),
+            )
+        },
+    );
+    visitor.visit(
+        &Meta {
+            name: "rwlock-buckets",
+            family: Family::Ours,
+            algorithm: "buckets",
+            about: "rolling bucket counters (8 buckets) per key, one RwLock over the map",
+            supports: bucket_siblings,
+        },
+        &|cx| {
+            Ours(
+                RwLockLimiter::<u64, RollingBuckets>::bucketed(cx.workload.limit(), BUCKETS)
                     .expect("every workload's window has at least BUCKETS ticks"),
             )
         },
