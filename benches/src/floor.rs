@@ -45,6 +45,7 @@ impl Target for Floor {
     fn allowed(&self, key: u64, now: u64) -> bool {
         self.map
             .get(&key)
+            // Acquire: the ordering of a window slot's load, as in check_and_hit above.
             .is_some_and(|word| word.load(Ordering::Acquire) <= now)
     }
 

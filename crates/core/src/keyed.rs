@@ -226,17 +226,17 @@ impl<W: Window> KeyPolicy<W> {
         }
     }
 
-    #[inline]
-    fn hash<K: Hash>(&self, key: &K) -> u64 {
-        self.hasher.hash_one(key)
+    /// The removal watermark of `key` in the table: decisions below it are refused, because a
+    /// sweep forgot hits of this key (or of one sharing its slot) that would still count. A key
+    /// with state reads it once, when its state is first used, and keeps it there.
+    fn watermark_of<K: Hash>(&self, key: &K) -> u64 {
+        self.watermarks.get(self.hasher.hash_one(key))
     }
 
-    /// Whether a decision at `now` for a key with this hash and no state must be refused
-    /// because a sweep forgot hits that would still count at `now`. (A key with state checks
-    /// the watermark its state was created with.)
-    #[inline]
-    fn below_watermark(&self, key_hash: u64, now: u64) -> bool {
-        now < self.watermarks.get(key_hash)
+    /// Records that a sweep removed `key`, whose state was fresh from tick `fresh_from`.
+    /// Must happen before the key can be re-created (before the unlink).
+    fn forget<K: Hash>(&self, key: &K, fresh_from: u64) {
+        self.watermarks.raise(self.hasher.hash_one(key), fresh_from);
     }
 
     /// The oldest tick a sweep at `now` must still answer exactly for.
@@ -246,13 +246,19 @@ impl<W: Window> KeyPolicy<W> {
 }
 
 impl<W: Window> KeyPolicy<W> {
-    /// The status of a key with no state.
-    fn empty_status(&self) -> crate::Status {
-        crate::Status {
+    /// `allowed` for a key with no state: an empty window, unless below its watermark.
+    fn allows_unknown_key<K: Hash>(&self, key: &K, now: u64) -> bool {
+        now >= self.watermark_of(key)
+    }
+
+    /// `status` for a key with no state: an empty window, as the watermark lets it be seen.
+    fn status_of_unknown_key<K: Hash>(&self, key: &K, now: u64) -> crate::Status {
+        let empty = crate::Status {
             count: 0,
             remaining: self.window.limit().max_requests(),
             retry_after_ticks: 0,
-        }
+        };
+        self.clamp_status(empty, self.watermark_of(key), now)
     }
 
     /// A status as the decisions see it: nothing remains below the key's watermark.

@@ -209,7 +209,7 @@ where
     fn watermark_of(&self, key: &K, entry: &E) -> u64 {
         entry
             .watermark()
-            .get_or_resolve(|| self.policy.watermarks.get(self.policy.hash(key)))
+            .get_or_resolve(|| self.policy.watermark_of(key))
     }
 
     fn sweep(&self, now: u64) -> usize {
@@ -218,9 +218,7 @@ where
             .sweep(|key, entry| match entry.retire_if_fresh(horizon) {
                 Some(fresh_from) => {
                     // Before the unlink, so whoever re-creates the key sees the raised watermark.
-                    self.policy
-                        .watermarks
-                        .raise(self.policy.hash(key), fresh_from);
+                    self.policy.forget(key, fresh_from);
                     true
                 }
                 None => false,
@@ -276,7 +274,7 @@ where
             },
             |watermark, window| now >= watermark && window.allowed_n(now, n),
         );
-        Ok(verdict.unwrap_or_else(|| !self.policy.below_watermark(self.policy.hash(key), now)))
+        Ok(verdict.unwrap_or_else(|| self.policy.allows_unknown_key(key, now)))
     }
 
     fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
@@ -299,11 +297,7 @@ where
             |_, _| None,
             |watermark, window| self.policy.clamp_status(window.status(now), watermark, now),
         )
-        .unwrap_or_else(|| {
-            let watermark = self.policy.watermarks.get(self.policy.hash(key));
-            self.policy
-                .clamp_status(self.policy.empty_status(), watermark, now)
-        })
+        .unwrap_or_else(|| self.policy.status_of_unknown_key(key, now))
     }
 
     fn remove_idle(&self, now: u64) -> usize {

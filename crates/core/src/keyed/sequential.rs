@@ -39,7 +39,7 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
         if let Some((window, watermark)) = self.map.get_mut(key) {
             return op(*watermark, window);
         }
-        let watermark = self.policy.watermarks.get(self.policy.hash(key));
+        let watermark = self.policy.watermark_of(key);
         let (window, watermark) = self
             .map
             .entry(key.clone())
@@ -69,7 +69,7 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
         self.policy.window.check_weight(n)?;
         Ok(match self.map.get(key) {
             Some((window, watermark)) => now >= *watermark && window.allowed_n(now, n),
-            None => !self.policy.below_watermark(self.policy.hash(key), now),
+            None => self.policy.allows_unknown_key(key, now),
         })
     }
 
@@ -79,11 +79,7 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
                 self.policy
                     .clamp_status(window.status(now), *watermark, now)
             }
-            None => {
-                let watermark = self.policy.watermarks.get(self.policy.hash(key));
-                self.policy
-                    .clamp_status(self.policy.empty_status(), watermark, now)
-            }
+            None => self.policy.status_of_unknown_key(key, now),
         }
     }
 
@@ -95,8 +91,7 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
             if !window.is_fresh_by(horizon) {
                 return true;
             }
-            let fresh_from = window.fresh_from();
-            policy.watermarks.raise(policy.hash(key), fresh_from);
+            policy.forget(key, window.fresh_from());
             false
         });
         before - self.map.len()
