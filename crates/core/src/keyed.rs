@@ -18,7 +18,6 @@
 //! already holds instead of hashing the key again.
 
 pub mod concurrent;
-pub mod gate;
 mod map;
 pub mod sequential;
 
@@ -183,7 +182,7 @@ impl SweepSchedule {
 
     /// Called after an insert grew the map to `tracked_keys`; true if this caller must sweep.
     fn claim(&self, tracked_keys: usize) -> bool {
-        // Relaxed: a trigger count; the sweep's safety rests on the gates, not on this.
+        // Relaxed: a trigger count; the sweep's safety rests on the seals, not on this.
         let next_at = self.next_at.load(Ordering::Relaxed);
         tracked_keys >= next_at
             && next_at != usize::MAX
@@ -241,7 +240,7 @@ impl<W: Window> KeyPolicy<W> {
 
     /// The oldest tick a sweep at `now` must still answer exactly for.
     fn horizon(&self, now: u64) -> u64 {
-        now.saturating_sub(self.lateness_ticks)
+        now.min(MAX_TICK).saturating_sub(self.lateness_ticks)
     }
 }
 

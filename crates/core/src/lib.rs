@@ -29,17 +29,20 @@
 //!   answered conservatively: a hit recorded with a later timestamp still counts.
 //! - **Removal** never loses a concurrent hit and never makes an admission unsafe: a call below
 //!   its key's removal watermark (see [`keyed`]) is refused, `hit` always records.
-//! - Timestamps are `u64` ticks; `u64::MAX` is treated as `u64::MAX - 1`. Nothing wraps.
+//! - Timestamps are `u64` ticks; `u64::MAX` and `u64::MAX - 1` are treated as `u64::MAX - 2`.
+//!   Nothing wraps.
 //!
 //! # Atomic orderings
 //! No operation relies on `SeqCst`: every handshake is a read-modify-write on one word (a ring
-//! slot, a gate, a watermark). Each module with atomics states its orderings and why.
+//! slot, a bucket window's head word, a watermark). Each module with atomics states its
+//! orderings and why.
 //!
 //! # Implementation
 //! [`window`] holds the algorithms, each in a sequential and an atomic form; [`keyed`] holds
 //! the key map policy (creation, idle removal, watermarks) and the two map shapes; the lock
 //! crates (`slidelimit-mutex`, `slidelimit-per-key-lock`, `slidelimit-rwlock`) only choose a
-//! guard. [`LockFreeLimiter`] is the atomic window behind a per-entry gate in a papaya map.
+//! guard. [`LockFreeLimiter`] is the atomic window in a papaya map, removed by sealing the
+//! window's own words.
 
 mod clock;
 pub mod keyed;
@@ -50,18 +53,18 @@ mod sync;
 pub mod window;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
-pub use keyed::concurrent::{ConcurrentKeys, KeyEntry, WindowAccess};
+pub use keyed::concurrent::{ConcurrentKeys, KeyEntry};
 pub use keyed::sequential::{KeyedWindows, LockedKeys, StateLock};
 pub use keyed::{EntryWatermark, Options};
 pub use limit::{Limit, LimitError, MAX_REQUESTS};
 pub use limiter::RateLimiter;
-pub use lockfree::{AtomicEntry, LockFreeLimiter, PinnedWindow};
+pub use lockfree::{AtomicEntry, LockFreeLimiter};
 pub use window::buckets::{
     AtomicBuckets, BucketError, RollingBuckets, SequentialBuckets, MAX_PHYSICAL_BUCKETS,
     MAX_TOTAL_WEIGHT,
 };
 pub use window::ring::{AtomicRing, ExactLog, SequentialRing};
-pub use window::{AtomicWindow, SequentialWindow, Status, WeightError, Window};
+pub use window::{AtomicWindow, Retired, SequentialWindow, Status, WeightError, Window};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -11,9 +11,9 @@ use std::fmt;
 
 use crate::Limit;
 
-/// The largest tick a window stores; `u64::MAX` is treated as `u64::MAX - 1`, which frees one
-/// value for the "empty slot" encoding.
-pub const MAX_TICK: u64 = u64::MAX - 1;
+/// The largest tick a window stores; `u64::MAX` and `u64::MAX - 1` are treated as
+/// `u64::MAX - 2`, which frees two slot values of the exact log: "empty" and "sealed".
+pub const MAX_TICK: u64 = u64::MAX - 2;
 
 /// A window algorithm and its configuration.
 pub trait Window: Clone + Send + Sync + 'static {
@@ -58,32 +58,51 @@ pub trait SequentialWindow: Send + Sync + 'static {
 }
 
 /// One key's window shared between threads, decided by CAS. Same contract as
-/// [`SequentialWindow`], through `&self`.
+/// [`SequentialWindow`], through `&self`, plus the seal that lets a sweeper remove it.
+///
+/// Every operation answers `Err(Retired)` when it meets a window that a sweeper has sealed
+/// (or is sealing): it decided nothing and recorded nothing, and the caller looks the key up
+/// again. A window nobody seals never answers it.
 pub trait AtomicWindow: Send + Sync + 'static {
     /// Records `n` hits at `now` unconditionally.
-    fn hit_n(&self, now: u64, n: u64);
+    ///
+    /// # Errors
+    /// [`Retired`]: the window is sealed; nothing was recorded.
+    fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired>;
     /// Atomically records `n` hits at `now` if the window has room for all of them.
-    fn check_and_hit_n(&self, now: u64, n: u64) -> bool;
+    ///
+    /// # Errors
+    /// [`Retired`]: the window is sealed; nothing was decided or recorded.
+    fn check_and_hit_n(&self, now: u64, n: u64) -> Result<bool, Retired>;
     /// Whether `n` more hits at `now` would be admitted. Changes nothing.
-    fn allowed_n(&self, now: u64, n: u64) -> bool;
+    ///
+    /// # Errors
+    /// [`Retired`]: the window is sealed.
+    fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired>;
     /// What the window holds for a caller at `now`. Changes nothing.
-    fn status(&self, now: u64) -> Status;
-    /// The first tick from which this state answers every call as an empty window would.
-    fn fresh_from(&self) -> u64;
-    /// Whether [`fresh_from`](Self::fresh_from) is at most `horizon`: the sweep's question,
-    /// which a window may answer without reading all of its state (most keys a sweep looks
-    /// at are live, and one recent hit settles it).
-    fn is_fresh_by(&self, horizon: u64) -> bool {
-        self.fresh_from() <= horizon
-    }
-    /// A refusal of `check_and_hit_n(now, n)` that can be read off a hint without a scan
-    /// and without any write (for the exact log, `now < blocked_until`). True only when the
-    /// full decision would certainly refuse; false means "decide fully". The lock-free
-    /// limiter answers it without pinning the entry, so a saturated key's refusals are loads
-    /// only, even under contention.
-    fn refuses_at_a_glance(&self, now: u64, n: u64) -> bool {
-        let _ = (now, n);
-        false
+    ///
+    /// # Errors
+    /// [`Retired`]: the window is sealed.
+    fn status(&self, now: u64) -> Result<Status, Retired>;
+    /// Seals the window for removal if it is fresh (equal to an empty window) for every call
+    /// at or after `horizon`, and returns the tick from which it is fresh. From a successful
+    /// seal on, no operation records anything in it again. `None`: not fresh, sealed by
+    /// someone else, or a write raced the seal (then the window is left as it was).
+    fn try_seal(&self, horizon: u64) -> Option<u64>;
+}
+
+/// An operation met a window sealed for removal: it decided and recorded nothing; look the
+/// key up again (the sweeper is about to unlink the entry, or to unseal it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retired;
+
+/// Unwraps an algorithm's answer on sequential cells, which nothing ever seals (only the
+/// lock-free limiter's sweeper seals, and only atomic windows).
+#[inline]
+pub(crate) fn never_sealed<T>(result: Result<T, Retired>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(Retired) => unreachable!("a sequential window is never sealed"),
     }
 }
 

@@ -20,8 +20,7 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use slidelimit::{
-    ConcurrentKeys, EntryWatermark, ExactLog, KeyEntry, SequentialWindow, Status, Window,
-    WindowAccess,
+    ConcurrentKeys, EntryWatermark, ExactLog, KeyEntry, Retired, SequentialWindow, Status, Window,
 };
 
 /// The per-key-lock limiter; `PerKeyLockLimiter::new(limit)` gives the exact log.
@@ -38,37 +37,22 @@ struct Slot<S> {
     retired: bool,
 }
 
-/// A locked, live [`KeyMutex`].
-pub struct LockedWindow<'a, W: Window> {
-    guard: MutexGuard<'a, Slot<W::Sequential>>,
-}
-
 impl<W: Window> KeyMutex<W> {
-    fn lock(&self) -> MutexGuard<'_, Slot<W::Sequential>> {
+    /// Runs `f` on the window under the lock, unless a sweeper retired it.
+    fn locked<R>(&self, f: impl FnOnce(&mut W::Sequential) -> R) -> Result<R, Retired> {
         // The window is plain integers updated in place by code that cannot panic midway,
         // so a poisoned lock still guards a consistent window.
-        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl<W: Window> WindowAccess for LockedWindow<'_, W> {
-    fn hit_n(&mut self, now: u64, n: u64) {
-        self.guard.window.hit_n(now, n);
-    }
-    fn check_and_hit_n(&mut self, now: u64, n: u64) -> bool {
-        self.guard.window.check_and_hit_n(now, n)
-    }
-    fn allowed_n(&self, now: u64, n: u64) -> bool {
-        self.guard.window.allowed_n(now, n)
-    }
-    fn status(&self, now: u64) -> Status {
-        self.guard.window.status(now)
+        let mut slot: MutexGuard<'_, Slot<W::Sequential>> =
+            self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.retired {
+            return Err(Retired);
+        }
+        Ok(f(&mut slot.window))
     }
 }
 
 impl<W: Window> KeyEntry for KeyMutex<W> {
     type Window = W;
-    type Access<'a> = LockedWindow<'a, W>;
     const NAME: &'static str = "per-key-lock";
 
     fn new(window: &W) -> Self {
@@ -85,13 +69,24 @@ impl<W: Window> KeyEntry for KeyMutex<W> {
         &self.watermark
     }
 
-    fn enter(&self) -> Option<LockedWindow<'_, W>> {
-        let guard = self.lock();
-        (!guard.retired).then_some(LockedWindow { guard })
+    fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired> {
+        self.locked(|window| window.hit_n(now, n))
+    }
+
+    fn check_and_hit_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
+        self.locked(|window| window.check_and_hit_n(now, n))
+    }
+
+    fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
+        self.locked(|window| window.allowed_n(now, n))
+    }
+
+    fn status(&self, now: u64) -> Result<Status, Retired> {
+        self.locked(|window| window.status(now))
     }
 
     fn retire_if_fresh(&self, horizon: u64) -> Option<u64> {
-        let mut slot = self.lock();
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
         if slot.retired || !slot.window.is_fresh_by(horizon) {
             return None;
         }

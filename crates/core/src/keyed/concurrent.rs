@@ -1,6 +1,6 @@
 //! Keys in a concurrent map, each entry guarding its own window: the shape shared by the
-//! lock-free limiter (an atomic window behind a [`Gate`](super::gate::Gate)) and the
-//! per-key-lock limiter (a sequential window behind its own mutex).
+//! lock-free limiter (an atomic window that a sweeper seals) and the per-key-lock limiter (a
+//! sequential window behind its own mutex).
 //!
 //! The entry type chooses the guard; everything else (creation, retries off retired entries,
 //! watermarks, the automatic sweep) is here, once.
@@ -12,17 +12,16 @@ use super::map::KeyMap;
 use super::{EntryWatermark, KeyPolicy, Options};
 use crate::sync::retry_hint;
 use crate::window::buckets::{BucketError, RollingBuckets};
-use crate::window::{ring::ExactLog, Status, WeightError, Window, MAX_TICK};
+use crate::window::{ring::ExactLog, Retired, Status, WeightError, Window};
 use crate::{Limit, RateLimiter};
 
 /// One key's guarded window in a [`ConcurrentKeys`] map.
+///
+/// Every operation answers `Err(Retired)` on an entry that a sweeper has retired (or is
+/// retiring): it decided and recorded nothing, and the caller looks the key up again.
 pub trait KeyEntry: Send + Sync + 'static {
     /// The window algorithm inside.
     type Window: Window;
-    /// Access to the window while the guard is held (pinned, or locked).
-    type Access<'a>: WindowAccess
-    where
-        Self: 'a;
     /// The variant name reported by [`RateLimiter::name`].
     const NAME: &'static str;
 
@@ -33,36 +32,30 @@ pub trait KeyEntry: Send + Sync + 'static {
     /// resolved on first use, see [`EntryWatermark`].
     fn watermark(&self) -> &EntryWatermark;
 
-    /// Takes the guard; `None` if the entry is retired (the caller looks the key up again).
-    fn enter(&self) -> Option<Self::Access<'_>>;
-
-    /// True if `check_and_hit_n(now, n)` would certainly refuse, read without the guard
-    /// (see [`crate::AtomicWindow::refuses_at_a_glance`]). An entry that can only be read
-    /// under its guard answers false.
+    /// See [`crate::SequentialWindow::hit_n`].
     ///
-    /// Sound without the guard: a refusal changes nothing, and the hint only ever holds
-    /// bounds derived from hits that were recorded, so a refusal read from an entry that a
-    /// sweeper is retiring refuses a call that the live state would refuse too.
-    fn refuses_unguarded(&self, now: u64, n: u64) -> bool {
-        let _ = (now, n);
-        false
-    }
+    /// # Errors
+    /// [`Retired`]: nothing was recorded; look the key up again.
+    fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired>;
+    /// See [`crate::SequentialWindow::check_and_hit_n`].
+    ///
+    /// # Errors
+    /// [`Retired`]: nothing was decided or recorded; look the key up again.
+    fn check_and_hit_n(&self, now: u64, n: u64) -> Result<bool, Retired>;
+    /// See [`crate::SequentialWindow::allowed_n`].
+    ///
+    /// # Errors
+    /// [`Retired`]: look the key up again.
+    fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired>;
+    /// See [`crate::SequentialWindow::status`].
+    ///
+    /// # Errors
+    /// [`Retired`]: look the key up again.
+    fn status(&self, now: u64) -> Result<Status, Retired>;
 
     /// Retires the entry if its window is fresh for every call at or after `horizon`, so that
-    /// no operation can touch it again; returns the tick from which it was fresh.
+    /// no operation records anything in it again; returns the tick from which it was fresh.
     fn retire_if_fresh(&self, horizon: u64) -> Option<u64>;
-}
-
-/// The window operations available while an entry's guard is held.
-pub trait WindowAccess {
-    /// See [`crate::SequentialWindow::hit_n`].
-    fn hit_n(&mut self, now: u64, n: u64);
-    /// See [`crate::SequentialWindow::check_and_hit_n`].
-    fn check_and_hit_n(&mut self, now: u64, n: u64) -> bool;
-    /// See [`crate::SequentialWindow::allowed_n`].
-    fn allowed_n(&self, now: u64, n: u64) -> bool;
-    /// See [`crate::SequentialWindow::status`].
-    fn status(&self, now: u64) -> Status;
 }
 
 /// A keyed limiter over a concurrent map whose entries guard their own windows.
@@ -121,28 +114,22 @@ where
         }
     }
 
-    /// Runs `op` on the entry of `key` (with its watermark) with its guard held, creating the
-    /// entry if needed, then runs the automatic sweep if this call grew the map past its
-    /// trigger.
+    /// Runs `op` on the entry of `key` with the watermark it answers with, creating the entry
+    /// if needed, then runs the automatic sweep if this call grew the map past its trigger.
+    ///
+    /// The hot path, kept small so it inlines: one lookup, then `op` on the entry found.
     #[inline]
     fn with_entry<R>(
         &self,
         key: &K,
         now: u64,
-        glance: impl FnOnce(u64, &E) -> Option<R>,
-        mut op: impl FnMut(u64, &mut E::Access<'_>) -> R,
+        op: impl Fn(u64, &E) -> Result<R, Retired>,
     ) -> R {
-        // The hot path, kept small so it inlines: an existing entry that is not retired, or
-        // a decision read off it at a glance.
-        let found = self.map.get_with(key, |entry| {
-            let watermark = self.watermark_of(key, entry);
-            if let Some(result) = glance(watermark, entry) {
-                return Some(result);
-            }
-            entry.enter().map(|mut access| op(watermark, &mut access))
-        });
-        match found {
-            Some(Some(result)) => result,
+        match self
+            .map
+            .get_with(key, |entry| op(self.watermark_of(key, entry), entry))
+        {
+            Some(Ok(result)) => result,
             _ => self.with_new_or_retired_entry(key, now, op),
         }
     }
@@ -154,23 +141,20 @@ where
         &self,
         key: &K,
         now: u64,
-        mut op: impl FnMut(u64, &mut E::Access<'_>) -> R,
+        op: impl Fn(u64, &E) -> Result<R, Retired>,
     ) -> R {
         let mut inserted_any = false;
         let result = loop {
             let (result, inserted) = self.map.get_or_insert_with(
                 key,
                 || E::new(&self.policy.window),
-                |entry| {
-                    let watermark = self.watermark_of(key, entry);
-                    entry.enter().map(|mut access| op(watermark, &mut access))
-                },
+                |entry| op(self.watermark_of(key, entry), entry),
             );
             inserted_any |= inserted;
-            if let Some(result) = result {
+            if let Ok(result) = result {
                 break result;
             }
-            // Retired: its sweeper is about to unlink it; look the key up again.
+            // Retired: its sweeper is about to unlink it (or to give it back); look again.
             retry_hint();
         };
         if inserted_any && self.policy.schedule.claim(self.map.len()) {
@@ -185,20 +169,16 @@ where
     fn with_existing<R>(
         &self,
         key: &K,
-        glance: impl Fn(u64, &E) -> Option<R>,
-        mut op: impl FnMut(u64, &E::Access<'_>) -> R,
+        op: impl Fn(u64, &E) -> Result<R, Retired>,
     ) -> Option<R> {
         loop {
-            match self.map.get_with(key, |entry| {
-                let watermark = self.watermark_of(key, entry);
-                if let Some(result) = glance(watermark, entry) {
-                    return Some(result);
-                }
-                entry.enter().map(|access| op(watermark, &access))
-            }) {
+            match self
+                .map
+                .get_with(key, |entry| op(self.watermark_of(key, entry), entry))
+            {
                 None => return None,
-                Some(Some(result)) => return Some(result),
-                Some(None) => retry_hint(),
+                Some(Ok(result)) => return Some(result),
+                Some(Err(Retired)) => retry_hint(),
             }
         }
     }
@@ -257,51 +237,48 @@ where
         self.policy.window.limit()
     }
 
+    // No clamp of `now` here: the windows clamp it (once each), and watermarks never exceed
+    // MAX_TICK, so comparing the raw `now` with them gives the clamped answer.
+    #[inline]
     fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
-        let now = now.min(MAX_TICK);
         self.policy.window.check_weight(n)?;
-        self.with_entry(key, now, |_, _| None, |_, window| window.hit_n(now, n));
+        self.with_entry(key, now, |_, entry| entry.hit_n(now, n));
         Ok(())
     }
 
+    #[inline]
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
-        let now = now.min(MAX_TICK);
         self.policy.window.check_weight(n)?;
-        let verdict = self.with_existing(
-            key,
-            |watermark, entry| {
-                (now < watermark || entry.refuses_unguarded(now, n)).then_some(false)
-            },
-            |watermark, window| now >= watermark && window.allowed_n(now, n),
-        );
+        let verdict = self.with_existing(key, |watermark, entry| {
+            if now < watermark {
+                return Ok(false);
+            }
+            entry.allowed_n(now, n)
+        });
         Ok(verdict.unwrap_or_else(|| self.policy.allows_unknown_key(key, now)))
     }
 
+    #[inline]
     fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
-        let now = now.min(MAX_TICK);
         self.policy.window.check_weight(n)?;
-        Ok(self.with_entry(
-            key,
-            now,
-            |watermark, entry| {
-                (now < watermark || entry.refuses_unguarded(now, n)).then_some(false)
-            },
-            |watermark, window| now >= watermark && window.check_and_hit_n(now, n),
-        ))
+        Ok(self.with_entry(key, now, |watermark, entry| {
+            if now < watermark {
+                return Ok(false);
+            }
+            entry.check_and_hit_n(now, n)
+        }))
     }
 
     fn status(&self, key: &K, now: u64) -> Status {
-        let now = now.min(MAX_TICK);
-        self.with_existing(
-            key,
-            |_, _| None,
-            |watermark, window| self.policy.clamp_status(window.status(now), watermark, now),
-        )
+        self.with_existing(key, |watermark, entry| {
+            Ok(self
+                .policy
+                .clamp_status(entry.status(now)?, watermark, now))
+        })
         .unwrap_or_else(|| self.policy.status_of_unknown_key(key, now))
     }
 
     fn remove_idle(&self, now: u64) -> usize {
-        let now = now.min(MAX_TICK);
         self.sweep(now)
     }
 

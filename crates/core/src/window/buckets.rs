@@ -29,17 +29,19 @@
 //! | bits   | field        | meaning                                                        |
 //! |--------|--------------|----------------------------------------------------------------|
 //! | 63..32 | `head_epoch` | the newest epoch the window has advanced to, modulo 2^32         |
-//! | 31..0  | `total`      | weight of the retained buckets + reservations not yet recorded |
+//! | 31     | `SEALED`     | sealed for removal by a sweeper (lock-free form only)          |
+//! | 30..0  | `total`      | weight of the retained buckets + reservations not yet recorded |
 //!
 //! Each bucket word:
 //!
 //! | bits   | field       | meaning                                          |
 //! |--------|-------------|--------------------------------------------------|
 //! | 63..32 | `tag_epoch` | the epoch whose weight the bucket holds, mod 2^32  |
-//! | 31..0  | `count`     | that weight                                      |
+//! | 31     | (zero)      | never set: a count is part of the total          |
+//! | 30..0  | `count`     | that weight                                      |
 //!
 //! `total` never passes `max_requests` (≤ 2^24) through `check_and_hit`, and `hit` saturates
-//! it at [`MAX_TOTAL_WEIGHT`] = 2^32 − 1; a count is part of the total, so neither low field
+//! it at [`MAX_TOTAL_WEIGHT`] = 2^31 − 1; a count is part of the total, so neither low field
 //! ever carries into an epoch. The truncated epochs are read back with a full-width epoch
 //! kept beside them (see *Epochs beyond 32 bits*).
 //!

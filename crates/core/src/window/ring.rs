@@ -2,37 +2,51 @@
 //! storages (plain integers under a lock, atomics decided by CAS).
 //!
 //! # Algorithm
-//! Slot values encode a tick `s` as `s + 1`; 0 is an empty slot. A slot is *expired* for a
-//! caller at `now` when it is empty or `s + W <= now`.
-//! - `check_and_hit(now)` admits only by replacing an expired slot with `now` (a CAS in the
-//!   atomic form); a CAS loser re-reads the same slot and goes on probing. When every slot is
-//!   seen live it refuses, and records `blocked_until = min(s) + W`, a lower bound below which
-//!   every later call is refused without a scan.
+//! Slot values encode a tick `s` as `s + 1`; 0 is an empty slot and `u64::MAX` a sealed one
+//! (below). A slot is *expired* for a caller at `now` when it is empty or `s + W <= now`.
+//! - `check_and_hit(now)` first refuses below `blocked_until` (a load); else it admits only by
+//!   replacing an expired slot with `now` (a CAS in the atomic form), probing from the cursor,
+//!   which in time order points at the oldest slot. A CAS loser goes on probing with the value
+//!   it found, so it moves to the next slot instead of retrying the one just taken. When every
+//!   slot is seen live it refuses, and raises `blocked_until` to `min(s) + W`.
 //! - `hit(now)` replaces the minimum slot if it is older than `now`, so the ring always holds
 //!   the `max_requests` newest hits (a hit older than all of them can never change an answer).
-//! - `allowed(now)` is the same probe without the write.
+//! - `allowed(now)` is the probe without the write.
+//!
+//! # Sealing (the atomic form only)
+//! A sweeper removes a ring by sealing it: it CASes every slot, in index order, from a value
+//! it judged expired for its horizon to `SEALED`, remembering the values. Every write to a
+//! slot is a CAS from an unsealed value, so a writer's CAS either comes before the seal of its
+//! slot in that slot's modification order (and the sweeper's seal CAS sees the new value: if
+//! it is live for the horizon the sweeper restores every slot it sealed and keeps the ring;
+//! if not, the hit is in the value the sweeper turns into the key's removal watermark) or
+//! after it (and fails). A caller that reads `SEALED` stops and looks the key up again. So no
+//! hit is ever lost to a removal, with no extra read-modify-write on the hot path: the seal
+//! is a handshake on each slot word itself.
 //!
 //! # Guarantees
-//! Slot values only grow, and an admission replaces a value at least `W` older, so two
-//! admissions in one slot are at least `W` apart: by pigeonhole no window of `W` ticks holds
-//! more than `max_requests` admitted hits, in any interleaving and any timestamp order. For
+//! Slot values only grow while a ring is live (a restore puts back the very value a seal
+//! took), and an admission replaces a value at least `W` older, so two admissions in one slot
+//! are at least `W` apart: by pigeonhole no window of `W` ticks holds more than
+//! `max_requests` admitted hits, in any interleaving and any timestamp order. For
 //! non-decreasing timestamps the answers equal a full sorted log's. `cursor` and
 //! `blocked_until` are hints: they are never the reason for an admission.
 //!
 //! # Atomic orderings
 //! Safety needs only per-slot coherence and RMW atomicity. Slot loads are `Acquire` and
 //! successful CASes `AcqRel` so that a refusal, the `blocked_until` bound and the sweeper's
-//! idle check all happen-after the slot writes they read. The cursor is `Relaxed` (a hint).
+//! seal all happen-after the slot writes they read. The cursor is `Relaxed` (a hint).
 
 use crate::sync::{retry_hint, AtomicU32, AtomicU64, Ordering};
 use crate::window::{
-    is_live, AtomicWindow, SequentialWindow, Status, WeightError, Window, MAX_TICK,
+    is_live, never_sealed, AtomicWindow, Retired, SequentialWindow, Status, WeightError, Window,
+    MAX_TICK,
 };
 use crate::Limit;
 
 /// The exact sliding log: never more than `max_requests` hits in any window, answers exact
-/// for non-decreasing timestamps. Memory: `8 × max_requests` bytes per key, rounded up to a
-/// cache line, plus one cache line of header in the lock-free form.
+/// for non-decreasing timestamps. Memory: `8 × max_requests` bytes of slots per key, plus a
+/// header of 40 bytes in the lock-free form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExactLog {
     limit: Limit,
@@ -77,14 +91,16 @@ impl Window for ExactLog {
 
 /// An empty slot.
 const EMPTY: u64 = 0;
+/// A slot sealed by a sweeper: above every encoded tick (`encode(MAX_TICK) = u64::MAX - 1`).
+const SEALED: u64 = u64::MAX;
 
 #[inline]
 const fn encode(tick: u64) -> u64 {
-    // tick <= MAX_TICK, so this cannot overflow.
+    // tick <= MAX_TICK, so this cannot overflow or reach SEALED.
     tick + 1
 }
 
-/// Whether slot value `v` holds a hit that is live for a caller at `now`.
+/// Whether slot value `v` (not `SEALED`) holds a hit that is live for a caller at `now`.
 #[inline]
 const fn slot_is_live(v: u64, window_ticks: u64, now: u64) -> bool {
     v != EMPTY && is_live(v - 1, window_ticks, now)
@@ -93,6 +109,9 @@ const fn slot_is_live(v: u64, window_ticks: u64, now: u64) -> bool {
 /// The storage the ring algorithm runs on. The atomic form's `replace_slot` is a CAS and may
 /// fail with the value it found; the sequential form's always succeeds.
 trait RingCells {
+    /// Whether a slot can hold `SEALED`: false for the sequential form, so the checks
+    /// compile away there.
+    const SEALABLE: bool;
     fn capacity(&self) -> usize;
     fn window_ticks(&self) -> u64;
     fn slot(&self, index: usize) -> u64;
@@ -101,6 +120,11 @@ trait RingCells {
     fn set_cursor(&mut self, index: usize);
     fn blocked_until(&self) -> u64;
     fn raise_blocked_until(&mut self, tick: u64);
+
+    #[inline]
+    fn is_sealed(value: u64) -> bool {
+        Self::SEALABLE && value == SEALED
+    }
 }
 
 #[inline]
@@ -112,10 +136,10 @@ fn next_index(index: usize, capacity: usize) -> usize {
     }
 }
 
-fn check_and_hit<C: RingCells>(cells: &mut C, now: u64) -> bool {
+fn check_and_hit<C: RingCells>(cells: &mut C, now: u64) -> Result<bool, Retired> {
     let now = now.min(MAX_TICK);
     if now < cells.blocked_until() {
-        return false;
+        return Ok(false);
     }
     let capacity = cells.capacity();
     let window_ticks = cells.window_ticks();
@@ -124,6 +148,9 @@ fn check_and_hit<C: RingCells>(cells: &mut C, now: u64) -> bool {
     for _ in 0..capacity {
         let mut value = cells.slot(index);
         loop {
+            if C::is_sealed(value) {
+                return Err(Retired);
+            }
             if slot_is_live(value, window_ticks, now) {
                 oldest_live = oldest_live.min(value);
                 break;
@@ -131,12 +158,12 @@ fn check_and_hit<C: RingCells>(cells: &mut C, now: u64) -> bool {
             match cells.replace_slot(index, value, encode(now)) {
                 Ok(()) => {
                     cells.set_cursor(next_index(index, capacity));
-                    return true;
+                    return Ok(true);
                 }
                 Err(found) => {
                     // Lost a race for this slot; it may still be expired for us.
                     if cfg!(slidelimit_loom_mutant = "ring_cas_loser_refuses") {
-                        return false;
+                        return Ok(false);
                     }
                     value = found;
                     retry_hint();
@@ -145,13 +172,13 @@ fn check_and_hit<C: RingCells>(cells: &mut C, now: u64) -> bool {
         }
         index = next_index(index, capacity);
     }
-    // Every slot was seen live: each value read is a lower bound on that slot forever, so
-    // min + W bounds the first tick at which any slot can expire.
+    // Every slot was seen live: each value read is a lower bound on that slot while the ring
+    // is live, so min + W bounds the first tick at which any slot can expire.
     cells.raise_blocked_until((oldest_live - 1).saturating_add(window_ticks));
-    false
+    Ok(false)
 }
 
-fn hit<C: RingCells>(cells: &mut C, now: u64) {
+fn hit<C: RingCells>(cells: &mut C, now: u64) -> Result<(), Retired> {
     let new = encode(now.min(MAX_TICK));
     let capacity = cells.capacity();
     loop {
@@ -160,39 +187,59 @@ fn hit<C: RingCells>(cells: &mut C, now: u64) {
         let mut index = next_index(start, capacity);
         while index != start && min_value != EMPTY {
             let value = cells.slot(index);
+            if C::is_sealed(value) {
+                return Err(Retired);
+            }
             if value < min_value {
                 (min_index, min_value) = (index, value);
             }
             index = next_index(index, capacity);
         }
+        if C::is_sealed(min_value) {
+            return Err(Retired);
+        }
         if min_value >= new {
             // Older than every retained hit: it can never change an answer.
-            return;
+            return Ok(());
         }
         if cells.replace_slot(min_index, min_value, new).is_ok() {
             cells.set_cursor(next_index(min_index, capacity));
-            return;
+            return Ok(());
         }
         retry_hint();
     }
 }
 
-fn allowed<C: RingCells>(cells: &C, now: u64) -> bool {
+fn allowed<C: RingCells>(cells: &C, now: u64) -> Result<bool, Retired> {
     let now = now.min(MAX_TICK);
     if now < cells.blocked_until() {
-        return false;
+        return Ok(false);
     }
     let window_ticks = cells.window_ticks();
-    (0..cells.capacity()).any(|index| !slot_is_live(cells.slot(index), window_ticks, now))
+    for index in 0..cells.capacity() {
+        let value = cells.slot(index);
+        if C::is_sealed(value) {
+            return Err(Retired);
+        }
+        if !slot_is_live(value, window_ticks, now) {
+            // Room now, whatever a sweeper does next: a read changes nothing, so it
+            // linearizes at this load.
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
-fn status<C: RingCells>(cells: &C, now: u64) -> Status {
+fn status<C: RingCells>(cells: &C, now: u64) -> Result<Status, Retired> {
     let now = now.min(MAX_TICK);
     let window_ticks = cells.window_ticks();
     let mut count = 0u64;
     let mut oldest_live = u64::MAX;
     for index in 0..cells.capacity() {
         let value = cells.slot(index);
+        if C::is_sealed(value) {
+            return Err(Retired);
+        }
         if slot_is_live(value, window_ticks, now) {
             count += 1;
             oldest_live = oldest_live.min(value);
@@ -204,35 +251,33 @@ fn status<C: RingCells>(cells: &C, now: u64) -> Status {
     } else {
         (oldest_live - 1).saturating_add(window_ticks) - now
     };
-    Status {
+    Ok(Status {
         count,
         remaining: max_requests - count,
         retry_after_ticks,
-    }
+    })
 }
 
-fn fresh_from<C: RingCells>(cells: &C) -> u64 {
-    let newest = (0..cells.capacity())
-        .map(|i| cells.slot(i))
-        .max()
-        .unwrap_or(EMPTY);
+/// The first tick from which a ring whose newest slot value is `newest` answers every call
+/// as an empty ring would.
+fn fresh_from_newest(newest: u64, window_ticks: u64) -> u64 {
     if newest == EMPTY {
         0
     } else {
-        (newest - 1).saturating_add(cells.window_ticks())
+        (newest - 1).saturating_add(window_ticks)
     }
 }
 
-/// Whether every slot's hit has left the window of a caller at `horizon`. Walks back from the
-/// slot written last, which in time order holds the newest hit, so a live key is settled by
-/// its first load.
+/// Whether every slot's hit has left the window of a caller at `horizon` (a sealed slot
+/// counts as not fresh). Walks back from the slot written last, which in time order holds the
+/// newest hit, so a live key is settled by its first load.
 fn is_fresh_by<C: RingCells>(cells: &C, horizon: u64) -> bool {
     let capacity = cells.capacity();
     let window_ticks = cells.window_ticks();
     let newest_first = cells.cursor() + capacity - 1;
     (0..capacity).all(|back| {
         let value = cells.slot((newest_first - back) % capacity);
-        value == EMPTY || (value - 1).saturating_add(window_ticks) <= horizon
+        !C::is_sealed(value) && !slot_is_live(value, window_ticks, horizon)
     })
 }
 
@@ -264,6 +309,7 @@ impl SequentialRing {
 }
 
 impl RingCells for SequentialRing {
+    const SEALABLE: bool = false;
     fn capacity(&self) -> usize {
         self.slots.len()
     }
@@ -296,55 +342,46 @@ impl RingCells for SequentialRing {
 impl SequentialWindow for SequentialRing {
     fn hit_n(&mut self, now: u64, n: u64) {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
-        hit(self, now);
+        never_sealed(hit(self, now));
     }
     fn check_and_hit_n(&mut self, now: u64, n: u64) -> bool {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
-        check_and_hit(self, now)
+        never_sealed(check_and_hit(self, now))
     }
     fn allowed_n(&self, now: u64, n: u64) -> bool {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
-        allowed(self, now)
+        never_sealed(allowed(self, now))
     }
     fn status(&self, now: u64) -> Status {
-        status(self, now)
+        never_sealed(status(self, now))
     }
     fn fresh_from(&self) -> u64 {
-        fresh_from(self)
+        let newest = self.slots.iter().copied().max().unwrap_or(EMPTY);
+        fresh_from_newest(newest, self.window_ticks)
     }
     fn is_fresh_by(&self, horizon: u64) -> bool {
         is_fresh_by(self, horizon)
     }
 }
 
-/// Slots per cache line: the atomic ring's slots come in 64-byte aligned lines so that no two
-/// keys' rings share a line.
-const SLOTS_PER_LINE: usize = 8;
-
-#[repr(align(64))]
-#[derive(Debug)]
-struct SlotLine([AtomicU64; SLOTS_PER_LINE]);
-
-impl SlotLine {
-    fn empty() -> Self {
-        Self(std::array::from_fn(|_| AtomicU64::new(EMPTY)))
-    }
-}
-
 /// The exact log in atomics: admissions are CASes on slots, never a lock.
+///
+/// The header is what the decision reads before its slot: the slots' address and length,
+/// the window length, the cursor and `blocked_until` (40 bytes, no padding: it shares the key
+/// map's node with the key, so one line brings both).
 #[derive(Debug)]
 pub struct AtomicRing {
-    lines: Box<[SlotLine]>,
-    /// `max_requests`, at most 2^24 (`Limit` caps it), so `u32` keeps the header one line.
-    capacity: u32,
+    slots: Box<[AtomicU64]>,
     window_ticks: u64,
-    /// Index of the slot to probe first (in order, the oldest). A hint only.
-    cursor: AtomicU32,
     /// Every call below this tick is refused: a bound derived from slot values read.
     blocked_until: AtomicU64,
+    /// Index of the slot to probe first (in order, the oldest). A hint only. `u32`: the
+    /// capacity is at most 2^24 (`Limit` caps it).
+    cursor: AtomicU32,
     /// Slot CASes lost to another thread, counted on the retry path only: lets the stress
-    /// tests show that contention really exercised it. Not modelled under loom.
-    #[cfg(not(slidelimit_loom))]
+    /// tests show that contention really exercised it. Only in debug builds (the tests), so
+    /// a release build's keys do not pay 8 bytes each for it; not modelled under loom.
+    #[cfg(all(debug_assertions, not(slidelimit_loom)))]
     lost_races: std::sync::atomic::AtomicU64,
 }
 
@@ -352,46 +389,41 @@ impl AtomicRing {
     /// An empty ring for `limit`.
     #[must_use]
     pub fn new(limit: Limit) -> Self {
-        let capacity = capacity_of(limit);
         Self {
-            lines: (0..capacity.div_ceil(SLOTS_PER_LINE))
-                .map(|_| SlotLine::empty())
+            slots: (0..capacity_of(limit))
+                .map(|_| AtomicU64::new(EMPTY))
                 .collect(),
-            capacity: u32::try_from(capacity).unwrap_or(u32::MAX),
             window_ticks: limit.window_ticks(),
             cursor: AtomicU32::new(0),
             blocked_until: AtomicU64::new(0),
-            #[cfg(not(slidelimit_loom))]
+            #[cfg(all(debug_assertions, not(slidelimit_loom)))]
             lost_races: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
-    /// How many slot CASes this ring lost to another thread (each was retried). Zero in
-    /// loom builds, where the counter would only add interleavings.
+    /// How many slot CASes this ring lost to another thread (each was retried), in debug
+    /// builds; `None` in release and loom builds, which do not count them.
     #[must_use]
-    pub fn lost_races(&self) -> u64 {
-        #[cfg(not(slidelimit_loom))]
+    pub fn lost_races(&self) -> Option<u64> {
+        #[cfg(all(debug_assertions, not(slidelimit_loom)))]
         {
             // Relaxed: a statistic read after the racing threads were joined.
-            self.lost_races.load(std::sync::atomic::Ordering::Relaxed)
+            Some(self.lost_races.load(std::sync::atomic::Ordering::Relaxed))
         }
-        #[cfg(slidelimit_loom)]
+        #[cfg(not(all(debug_assertions, not(slidelimit_loom))))]
         {
-            0
+            None
         }
     }
 
-    #[inline]
-    fn cell(&self, index: usize) -> &AtomicU64 {
-        &self.lines[index / SLOTS_PER_LINE].0[index % SLOTS_PER_LINE]
-    }
-
-    /// The raw slot values (tick + 1, 0 for empty), for quiescent checks in tests and models.
+    /// The raw slot values (tick + 1, 0 for empty, `u64::MAX` sealed), for quiescent checks
+    /// in tests and models.
     #[must_use]
     pub fn slot_values(&self) -> Vec<u64> {
         // Acquire: pairs with the slot CASes, so a quiescent reader sees their values.
-        (0..self.capacity as usize)
-            .map(|i| self.cell(i).load(Ordering::Acquire))
+        self.slots
+            .iter()
+            .map(|slot| slot.load(Ordering::Acquire))
             .collect()
     }
 
@@ -401,12 +433,64 @@ impl AtomicRing {
         // Acquire: pairs with the AcqRel fetch_max that raised it.
         self.blocked_until.load(Ordering::Acquire)
     }
+
+    /// Seals every slot (see the module docs) if every hit is expired for `horizon`; returns
+    /// the newest slot value sealed, or `None` after restoring what it had sealed.
+    fn seal(&self, horizon: u64) -> Option<u64> {
+        let mut sealed_values = Vec::with_capacity(self.slots.len());
+        let mut newest = EMPTY;
+        for slot in self.slots.iter() {
+            // Acquire: pairs with the writers' AcqRel CASes, so the value judged below
+            // includes every hit written before it.
+            let mut value = slot.load(Ordering::Acquire);
+            loop {
+                if value == SEALED || slot_is_live(value, self.window_ticks, horizon) {
+                    // Live after all (a write slipped in after the look), or another
+                    // sweeper holds the seal: give back what was sealed.
+                    self.restore(&sealed_values);
+                    return None;
+                }
+                if cfg!(slidelimit_loom_mutant = "seal_with_store") {
+                    // Deliberately broken for the loom negative control: load-then-store,
+                    // so a writer's CAS between the two lands in a ring about to vanish.
+                    // Relaxed: the mutant is wrong whatever the ordering.
+                    slot.store(SEALED, Ordering::Relaxed);
+                    break;
+                }
+                // Success AcqRel: Acquire orders the seal after the value it replaces (and
+                // the hit behind it); Release publishes the seal to writers whose CAS fails
+                // on it. Failure Acquire: the value found is judged like a fresh load.
+                match slot.compare_exchange(value, SEALED, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => break,
+                    Err(found) => {
+                        value = found;
+                        retry_hint();
+                    }
+                }
+            }
+            sealed_values.push(value);
+            newest = newest.max(value);
+        }
+        Some(newest)
+    }
+
+    /// Puts back the values a failed seal took from the first slots, last first, so that a
+    /// sweeper that finds the first slot sealed can be sure the ring is not free yet.
+    fn restore(&self, sealed_values: &[u64]) {
+        for (slot, &value) in self.slots.iter().zip(sealed_values).rev() {
+            // Release: pairs with the Acquire loads of writers that wait on the seal; only
+            // this sweeper writes a slot it sealed, so the swap finds SEALED.
+            let previous = slot.swap(value, Ordering::Release);
+            debug_assert_eq!(previous, SEALED);
+        }
+    }
 }
 
 impl RingCells for &AtomicRing {
+    const SEALABLE: bool = true;
     #[inline]
     fn capacity(&self) -> usize {
-        self.capacity as usize
+        self.slots.len()
     }
     #[inline]
     fn window_ticks(&self) -> u64 {
@@ -416,11 +500,11 @@ impl RingCells for &AtomicRing {
     fn slot(&self, index: usize) -> u64 {
         // Acquire: pairs with the AcqRel slot CASes, so a refusal happens-after the writes
         // of the hits it counted.
-        self.cell(index).load(Ordering::Acquire)
+        self.slots[index].load(Ordering::Acquire)
     }
     #[inline]
     fn replace_slot(&mut self, index: usize, current: u64, new: u64) -> Result<(), u64> {
-        let cell = self.cell(index);
+        let cell = &self.slots[index];
         if cfg!(slidelimit_loom_mutant = "ring_store_not_cas") {
             // Deliberately broken for the loom negative control: load-then-store.
             // Relaxed: the mutant is wrong whatever the ordering.
@@ -428,12 +512,12 @@ impl RingCells for &AtomicRing {
             return Ok(());
         }
         // Success AcqRel: Release publishes the admitted hit to later slot loads (refusals,
-        // the sweeper's idle check); Acquire orders it after the value it replaces.
-        // Failure Acquire: the value found is re-examined like a fresh slot load.
+        // the sweeper's seal); Acquire orders it after the value it replaces. Failure
+        // Acquire: the value found is re-examined like a fresh slot load.
         let result = cell
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
             .map(|_| ());
-        #[cfg(not(slidelimit_loom))]
+        #[cfg(all(debug_assertions, not(slidelimit_loom)))]
         if result.is_err() {
             // Relaxed: a statistic; only the retry path pays for it.
             self.lost_races
@@ -444,9 +528,9 @@ impl RingCells for &AtomicRing {
     #[inline]
     fn cursor(&self) -> usize {
         // Relaxed: a probe-order hint; no decision rests on it.
-        let index = self.cursor.load(Ordering::Relaxed);
-        if index < self.capacity {
-            index as usize
+        let index = self.cursor.load(Ordering::Relaxed) as usize;
+        if index < self.slots.len() {
+            index
         } else {
             0
         }
@@ -466,40 +550,38 @@ impl RingCells for &AtomicRing {
     #[inline]
     fn raise_blocked_until(&mut self, tick: u64) {
         // AcqRel: Release publishes the slot reads behind the bound to readers of the load
-        // above; fetch_max keeps the bound monotone, so a stale one never lowers it.
+        // above; fetch_max keeps the bound monotone, so a stale one never lowers it. Only a
+        // refusal that scanned every slot gets here, never an admission.
         self.blocked_until.fetch_max(tick, Ordering::AcqRel);
     }
 }
 
 impl AtomicWindow for AtomicRing {
     #[inline]
-    fn hit_n(&self, now: u64, n: u64) {
+    fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
-        hit(&mut &*self, now);
+        hit(&mut &*self, now)
     }
     #[inline]
-    fn check_and_hit_n(&self, now: u64, n: u64) -> bool {
+    fn check_and_hit_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
         check_and_hit(&mut &*self, now)
     }
     #[inline]
-    fn allowed_n(&self, now: u64, n: u64) -> bool {
+    fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
         allowed(&self, now)
     }
-    fn status(&self, now: u64) -> Status {
+    fn status(&self, now: u64) -> Result<Status, Retired> {
         status(&self, now)
     }
-    fn fresh_from(&self) -> u64 {
-        fresh_from(&self)
-    }
-    fn is_fresh_by(&self, horizon: u64) -> bool {
-        is_fresh_by(&self, horizon)
-    }
-    #[inline]
-    fn refuses_at_a_glance(&self, now: u64, n: u64) -> bool {
-        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
-        now.min(MAX_TICK) < (&self).blocked_until()
+    fn try_seal(&self, horizon: u64) -> Option<u64> {
+        // A look first: most entries a sweep visits are live, and one load settles them.
+        if !is_fresh_by(&self, horizon) {
+            return None;
+        }
+        let newest = self.seal(horizon)?;
+        Some(fresh_from_newest(newest, self.window_ticks))
     }
 }
 
@@ -574,9 +656,12 @@ mod tests {
         for (i, t) in [5u64, 1, 9, 30, 12, 31, 31, 2, 45].into_iter().enumerate() {
             if i % 3 == 0 {
                 seq.hit_n(t, 1);
-                atomic.hit_n(t, 1);
+                atomic.hit_n(t, 1).unwrap();
             } else {
-                assert_eq!(seq.check_and_hit_n(t, 1), atomic.check_and_hit_n(t, 1));
+                assert_eq!(
+                    Ok(seq.check_and_hit_n(t, 1)),
+                    atomic.check_and_hit_n(t, 1)
+                );
             }
             assert_eq!(seq.slots.to_vec(), atomic.slot_values());
         }

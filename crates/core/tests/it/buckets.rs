@@ -558,8 +558,8 @@ fn stress_atomic_buckets_keeps_the_window_and_its_books() {
                 rng,
                 now,
                 max_requests,
-                |t, n| atomic.check_and_hit_n(t, n),
-                |t, n| atomic.hit_n(t, n),
+                |t, n| atomic.check_and_hit_n(t, n).unwrap(),
+                |t, n| atomic.hit_n(t, n).unwrap(),
             )
         });
         // About 13,000 ticks pass, so at most 12 per 40 ticks is ~4,000; runs admit 2,300 to
@@ -586,10 +586,10 @@ fn stress_atomic_buckets_keeps_the_window_and_its_books() {
 fn assert_quiescent_answers_match_sequential(atomic: &AtomicBuckets, window: RollingBuckets) {
     let (head, _) = atomic.quiescent_epochs();
     let now = head * window.bucket_ticks();
-    let status = atomic.status(now);
+    let status = atomic.status(now).unwrap();
     assert_eq!(status.count, atomic.quiescent_totals().0);
     assert_eq!(
-        atomic.allowed_n(now, 1),
+        atomic.allowed_n(now, 1).unwrap(),
         status.count < window.limit().max_requests()
     );
 }

@@ -44,18 +44,20 @@ fn tick_zero_is_a_real_tick() {
 }
 
 #[test]
-fn u64_max_is_treated_as_the_tick_before_it() {
+fn the_top_two_ticks_are_treated_as_the_tick_below_them() {
+    assert_eq!(slidelimit::window::MAX_TICK, u64::MAX - 2);
     for_each_variant::<u32>(limit(2, 10), Options::default(), |name, limiter| {
         limiter.hit(&1, u64::MAX);
         limiter.hit(&1, u64::MAX - 1);
         let full = Status {
             count: 2,
             remaining: 0,
-            // Both hits are at MAX - 1; MAX - 1 + 10 saturates at MAX.
-            retry_after_ticks: 1,
+            // Both hits are at MAX - 2; MAX - 2 + 10 saturates at MAX.
+            retry_after_ticks: 2,
         };
         assert_eq!(limiter.status(&1, u64::MAX), full, "{name}");
         assert_eq!(limiter.status(&1, u64::MAX - 1), full, "{name}");
+        assert_eq!(limiter.status(&1, u64::MAX - 2), full, "{name}");
         assert!(!limiter.allowed(&1, u64::MAX), "{name}");
         assert!(!limiter.check_and_hit(&1, u64::MAX), "{name}");
         assert!(

@@ -132,7 +132,7 @@ fn the_atomic_ring_admits_exactly_its_free_slots_under_contention() {
     let ring = AtomicRing::new(limit(MAX, WINDOW));
     rounds("AtomicRing", |round| {
         let now = 1000 + round * WINDOW;
-        let (answers, overlapped) = race(|_| ring.check_and_hit_n(now, 1));
+        let (answers, overlapped) = race(|_| ring.check_and_hit_n(now, 1).unwrap());
         assert_eq!(wins(&answers), MAX, "round {round}: {answers:?}");
         // Every slot holds this round's tick (encoded + 1), and the refusals' bound is exact.
         assert_eq!(
@@ -156,7 +156,7 @@ fn the_atomic_ring_never_refuses_the_newest_of_several_racers() {
     rounds("AtomicRing", |round| {
         let base = 1000 + round * WINDOW * RACERS as u64;
         let tick = |racer: usize| base + racer as u64 * WINDOW;
-        let (answers, overlapped) = race(|racer| ring.check_and_hit_n(tick(racer), 1));
+        let (answers, overlapped) = race(|racer| ring.check_and_hit_n(tick(racer), 1).unwrap());
         let newest = RACERS - 1;
         assert!(answers[newest], "round {round}: {answers:?}");
         assert_eq!(ring.slot_values(), vec![tick(newest) + 1], "round {round}");
@@ -164,20 +164,22 @@ fn the_atomic_ring_never_refuses_the_newest_of_several_racers() {
     });
 }
 
+/// Debug builds only: release builds do not count lost races.
+#[cfg(debug_assertions)]
 #[test]
 fn the_cas_retry_path_is_taken_and_still_admits_exactly_the_free_slots() {
     const MAX: u64 = 2;
     const WINDOW: u64 = 100;
     let ring = AtomicRing::new(limit(MAX, WINDOW));
     let mut round = 0;
-    while ring.lost_races() == 0 && round < MAX_ROUNDS {
+    while ring.lost_races() == Some(0) && round < MAX_ROUNDS {
         let now = 1000 + round * WINDOW;
-        let (answers, _) = race(|_| ring.check_and_hit_n(now, 1));
+        let (answers, _) = race(|_| ring.check_and_hit_n(now, 1).unwrap());
         assert_eq!(wins(&answers), MAX, "round {round}: {answers:?}");
         round += 1;
     }
     assert!(
-        ring.lost_races() > 0,
+        ring.lost_races() > Some(0),
         "no slot CAS was ever lost in {round} rounds of {RACERS} racers: the retry path never ran"
     );
 }

@@ -12,8 +12,8 @@ use std::hash::Hash;
 
 use slidelimit::{Options, Status};
 
-/// `u64::MAX` is treated as this tick (the limiters' `MAX_TICK`).
-pub const MAX_TICK: u64 = u64::MAX - 1;
+/// `u64::MAX` and `u64::MAX - 1` are treated as this tick (the limiters' `MAX_TICK`).
+pub const MAX_TICK: u64 = slidelimit::window::MAX_TICK;
 
 /// The tick a limiter actually stores and decides on for a timestamp.
 pub fn clamp(tick: u64) -> u64 {

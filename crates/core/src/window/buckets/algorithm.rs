@@ -6,10 +6,10 @@ mod mutants;
 
 use mutants::{reserve_total_only, sum_then_cas};
 
-use super::packed::{advance_reach, decode, low, pack, with_low, EPOCH_MODULUS};
+use super::packed::{advance_reach, decode, is_sealed, low, pack, with_low, EPOCH_MODULUS};
 use super::{Geometry, MAX_TOTAL_WEIGHT};
 use crate::sync::retry_hint;
-use crate::window::{Status, MAX_TICK};
+use crate::window::{Retired, Status, MAX_TICK};
 
 /// The storage the algorithm runs on. The atomic form's `replace_*` are CASes that may fail
 /// with the value found; the sequential form's always succeed.
@@ -207,39 +207,46 @@ pub(super) fn record<C: BucketCells>(cells: &mut C, epoch: u64, n: u64, mut clea
     }
 }
 
-pub(super) fn check_and_hit<C: BucketCells>(cells: &mut C, now: u64, n: u64) -> bool {
+pub(super) fn check_and_hit<C: BucketCells>(
+    cells: &mut C,
+    now: u64,
+    n: u64,
+) -> Result<bool, Retired> {
     let geometry = cells.geometry();
     let epoch = geometry.epoch(now);
     let snap = loop {
         let snap = snapshot(cells);
+        if is_sealed(snap.word) {
+            return Err(Retired);
+        }
         if epoch > snap.head {
             advance_towards(cells, snap, epoch);
             continue;
         }
         if geometry.too_late(epoch, snap.head) {
-            return false;
+            return Ok(false);
         }
         if snap.cleaned < snap.head {
             recycle_for(cells, snap.cleaned, snap.head);
             continue;
         }
         if cfg!(slidelimit_loom_mutant = "buckets_sum_then_cas") {
-            return sum_then_cas(cells, epoch, n, snap);
+            return Ok(sum_then_cas(cells, epoch, n, snap));
         }
         if cfg!(slidelimit_loom_mutant = "buckets_split_head_total") {
             // Deliberately broken: the lateness check above used this head, but the
             // reservation re-reads the total alone, as if head and total were two atomics.
-            return reserve_total_only(cells, epoch, n, snap.cleaned);
+            return Ok(reserve_total_only(cells, epoch, n, snap.cleaned));
         }
         if snap.total + n > geometry.max_requests {
-            return false;
+            return Ok(false);
         }
         if cfg!(slidelimit_loom_mutant = "buckets_record_before_reserve") {
             // Deliberately broken: records, then adds to the total, so a recycler can
             // subtract this weight before the total holds it.
             record(cells, epoch, n, snap.cleaned);
             add_to_total(cells, n);
-            return true;
+            return Ok(true);
         }
         // The reservation: the linearization point of an admission. The CAS fails if the
         // head moved or anything was added or subtracted since the snapshot.
@@ -249,21 +256,24 @@ pub(super) fn check_and_hit<C: BucketCells>(cells: &mut C, now: u64, n: u64) -> 
         }
     };
     record(cells, epoch, n, snap.cleaned);
-    true
+    Ok(true)
 }
 
-pub(super) fn hit<C: BucketCells>(cells: &mut C, now: u64, n: u64) {
+pub(super) fn hit<C: BucketCells>(cells: &mut C, now: u64, n: u64) -> Result<(), Retired> {
     let geometry = cells.geometry();
     let epoch = geometry.epoch(now);
     let (snap, weight) = loop {
         let snap = snapshot(cells);
+        if is_sealed(snap.word) {
+            return Err(Retired);
+        }
         if epoch > snap.head {
             advance_towards(cells, snap, epoch);
             continue;
         }
         if geometry.expired(epoch, snap.head) {
             // Already expired for every caller that can still be admitted.
-            return;
+            return Ok(());
         }
         if snap.cleaned < snap.head {
             recycle_for(cells, snap.cleaned, snap.head);
@@ -271,7 +281,7 @@ pub(super) fn hit<C: BucketCells>(cells: &mut C, now: u64, n: u64) {
         }
         let weight = n.min(MAX_TOTAL_WEIGHT - snap.total);
         if weight == 0 {
-            return;
+            return Ok(());
         }
         match cells.replace_word(snap.word, with_low(snap.word, snap.total + weight)) {
             Ok(()) => break (snap, weight),
@@ -279,6 +289,7 @@ pub(super) fn hit<C: BucketCells>(cells: &mut C, now: u64, n: u64) {
         }
     };
     record(cells, epoch, weight, snap.cleaned);
+    Ok(())
 }
 
 /// What a caller at `now` would see, from loads alone.
@@ -299,20 +310,23 @@ impl View {
     }
 }
 
-fn view<C: BucketCells>(cells: &C, now: u64) -> View {
+fn view<C: BucketCells>(cells: &C, now: u64) -> Result<View, Retired> {
     let geometry = cells.geometry();
     let epoch = geometry.epoch(now);
     loop {
         let snap = snapshot(cells);
+        if is_sealed(snap.word) {
+            return Err(Retired);
+        }
         let head = snap.head.max(epoch);
         if snap.cleaned == head {
             // Nothing left to recycle for this caller: the total is its count.
-            return View {
+            return Ok(View {
                 snap,
                 epoch,
                 head,
                 count: snap.total,
-            };
+            });
         }
         // As in `recycle_for`: only the buckets of the epochs in (cleaned, head] can expire.
         let mut cleaned = snap.cleaned;
@@ -325,27 +339,27 @@ fn view<C: BucketCells>(cells: &C, now: u64) -> View {
             }
         }
         if cleaned == snap.cleaned {
-            return View {
+            return Ok(View {
                 snap,
                 epoch,
                 head,
                 count: snap.total.saturating_sub(expired),
-            };
+            });
         }
         retry_hint();
     }
 }
 
-pub(super) fn allowed<C: BucketCells>(cells: &C, now: u64, n: u64) -> bool {
+pub(super) fn allowed<C: BucketCells>(cells: &C, now: u64, n: u64) -> Result<bool, Retired> {
     let geometry = cells.geometry();
-    let view = view(cells, now);
-    !view.too_late(geometry) && view.count + n <= geometry.max_requests
+    let view = view(cells, now)?;
+    Ok(!view.too_late(geometry) && view.count + n <= geometry.max_requests)
 }
 
-pub(super) fn status<C: BucketCells>(cells: &C, now: u64) -> Status {
+pub(super) fn status<C: BucketCells>(cells: &C, now: u64) -> Result<Status, Retired> {
     let geometry = cells.geometry();
     let now = now.min(MAX_TICK);
-    let view = view(cells, now);
+    let view = view(cells, now)?;
     let late = view.too_late(geometry);
     let max_requests = geometry.max_requests;
     let remaining = if late {
@@ -384,13 +398,16 @@ pub(super) fn status<C: BucketCells>(cells: &C, now: u64) -> Status {
             .saturating_mul(geometry.bucket_ticks)
             .saturating_sub(now)
     };
-    Status {
+    Ok(Status {
         count: view.count,
         remaining,
         retry_after_ticks,
-    }
+    })
 }
 
+/// The first tick from which the window answers every call as an empty one would, or
+/// `u64::MAX` while a reservation or a recycle is in flight. Reads through a seal: the
+/// sweeper judges the sealed state with it.
 pub(super) fn fresh_from<C: BucketCells>(cells: &C) -> u64 {
     let geometry = cells.geometry();
     let snap = snapshot(cells);
@@ -410,14 +427,4 @@ pub(super) fn fresh_from<C: BucketCells>(cells: &C) -> u64 {
         return u64::MAX;
     }
     fresh_epoch.saturating_mul(geometry.bucket_ticks)
-}
-
-pub(super) fn refuses_at_a_glance<C: BucketCells>(cells: &C, now: u64, n: u64) -> bool {
-    let geometry = cells.geometry();
-    let epoch = geometry.epoch(now);
-    let snap = snapshot(cells);
-    geometry.too_late(epoch, snap.head)
-        || (epoch <= snap.head
-            && snap.cleaned >= snap.head
-            && snap.total + n > geometry.max_requests)
 }

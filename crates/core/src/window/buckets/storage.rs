@@ -5,13 +5,11 @@
 //! See the parent module: loads `Acquire`, CASes and `fetch_add`s `AcqRel`, `cleaned` raised
 //! with `Release`; each site says which operation it pairs with.
 
-use super::algorithm::{
-    allowed, check_and_hit, fresh_from, hit, refuses_at_a_glance, snapshot, status, BucketCells,
-};
-use super::packed::low;
+use super::algorithm::{allowed, check_and_hit, fresh_from, hit, snapshot, status, BucketCells};
+use super::packed::{is_sealed, low, SEALED};
 use super::{Geometry, RollingBuckets};
 use crate::sync::{AtomicU64, Ordering};
-use crate::window::{AtomicWindow, SequentialWindow, Status};
+use crate::window::{never_sealed, AtomicWindow, Retired, SequentialWindow, Status};
 
 /// The rolling-bucket window in plain integers, for use under a lock.
 #[derive(Clone, Debug)]
@@ -77,24 +75,24 @@ impl BucketCells for SequentialBuckets {
 
 impl SequentialWindow for SequentialBuckets {
     fn hit_n(&mut self, now: u64, n: u64) {
-        hit(self, now, n);
+        never_sealed(hit(self, now, n));
     }
     fn check_and_hit_n(&mut self, now: u64, n: u64) -> bool {
-        check_and_hit(self, now, n)
+        never_sealed(check_and_hit(self, now, n))
     }
     fn allowed_n(&self, now: u64, n: u64) -> bool {
-        allowed(self, now, n)
+        never_sealed(allowed(self, now, n))
     }
     fn status(&self, now: u64) -> Status {
-        status(self, now)
+        never_sealed(status(self, now))
     }
     fn fresh_from(&self) -> u64 {
         fresh_from(self)
     }
 }
 
-/// The head word and `cleaned`, on a cache line of their own.
-#[repr(align(64))]
+/// The head word and `cleaned`. Not padded to a cache line: in the lock-free limiter the
+/// header shares the key map's node with the key, so one line brings both.
 #[derive(Debug)]
 pub(super) struct Header {
     /// (head epoch | total), see the module docs.
@@ -220,25 +218,54 @@ impl BucketCells for &AtomicBuckets {
 
 impl AtomicWindow for AtomicBuckets {
     #[inline]
-    fn hit_n(&self, now: u64, n: u64) {
-        hit(&mut &*self, now, n);
+    fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired> {
+        hit(&mut &*self, now, n)
     }
     #[inline]
-    fn check_and_hit_n(&self, now: u64, n: u64) -> bool {
+    fn check_and_hit_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
         check_and_hit(&mut &*self, now, n)
     }
     #[inline]
-    fn allowed_n(&self, now: u64, n: u64) -> bool {
+    fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
         allowed(&self, now, n)
     }
-    fn status(&self, now: u64) -> Status {
+    fn status(&self, now: u64) -> Result<Status, Retired> {
         status(&self, now)
     }
-    fn fresh_from(&self) -> u64 {
-        fresh_from(&self)
-    }
-    #[inline]
-    fn refuses_at_a_glance(&self, now: u64, n: u64) -> bool {
-        refuses_at_a_glance(&self, now, n)
+    fn try_seal(&self, horizon: u64) -> Option<u64> {
+        // A look first: most windows a sweep visits are live, and this changes nothing.
+        if fresh_from(&self) > horizon {
+            return None;
+        }
+        // Acquire: pairs with the AcqRel CASes on the word, like every head load.
+        let word = self.header.word.load(Ordering::Acquire);
+        if is_sealed(word) {
+            return None;
+        }
+        // Success AcqRel: Acquire makes every reservation and subtraction ordered before
+        // the seal visible to the re-check below; Release publishes the seal to the writers
+        // whose head CAS fails on it. Failure Relaxed: the window changed since the look;
+        // it is simply not removed this time.
+        self.header
+            .word
+            .compare_exchange(word, word | SEALED, Ordering::AcqRel, Ordering::Relaxed)
+            .ok()?;
+        if cfg!(slidelimit_loom_mutant = "buckets_seal_without_recheck") {
+            // Deliberately broken for the loom negative control: trusts the look, so a
+            // reservation between the look and the seal is lost with the window.
+            return Some(fresh_from(&self));
+        }
+        // Sealed: no reservation or head advance can happen any more, so this judges every
+        // admission there will ever be in this window (one still being recorded, or a
+        // recycle not yet subtracted, reads as in flight: u64::MAX).
+        let fresh_from = fresh_from(&self);
+        if fresh_from > horizon {
+            // AcqRel: Release hands the window back to the writers that wait on the seal
+            // (their snapshot's Acquire load pairs with it); an RMW, so a subtraction that
+            // raced the seal keeps its total.
+            self.header.word.fetch_and(!SEALED, Ordering::AcqRel);
+            return None;
+        }
+        Some(fresh_from)
     }
 }
