@@ -119,12 +119,7 @@ where
     ///
     /// The hot path, kept small so it inlines: one lookup, then `op` on the entry found.
     #[inline]
-    fn with_entry<R>(
-        &self,
-        key: &K,
-        now: u64,
-        op: impl Fn(u64, &E) -> Result<R, Retired>,
-    ) -> R {
+    fn with_entry<R>(&self, key: &K, now: u64, op: impl Fn(u64, &E) -> Result<R, Retired>) -> R {
         match self
             .map
             .get_with(key, |entry| op(self.watermark_of(key, entry), entry))
@@ -166,11 +161,7 @@ where
 
     /// Runs `op` on the entry of `key` if there is one, never creating it.
     #[inline]
-    fn with_existing<R>(
-        &self,
-        key: &K,
-        op: impl Fn(u64, &E) -> Result<R, Retired>,
-    ) -> Option<R> {
+    fn with_existing<R>(&self, key: &K, op: impl Fn(u64, &E) -> Result<R, Retired>) -> Option<R> {
         loop {
             match self
                 .map
@@ -271,9 +262,7 @@ where
 
     fn status(&self, key: &K, now: u64) -> Status {
         self.with_existing(key, |watermark, entry| {
-            Ok(self
-                .policy
-                .clamp_status(entry.status(now)?, watermark, now))
+            Ok(self.policy.clamp_status(entry.status(now)?, watermark, now))
         })
         .unwrap_or_else(|| self.policy.status_of_unknown_key(key, now))
     }
