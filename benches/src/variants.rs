@@ -93,7 +93,7 @@ pub fn for_each(visitor: &mut impl Visitor) {
             name: "lock-free",
             family: Family::Ours,
             algorithm: "exact",
-            about: "atomic ring per key behind a gate, in a papaya map; decided by CAS",
+            about: "atomic ring per key in a papaya map; decided by CAS, removed by sealing",
             supports: every,
         },
         &|cx| Ours(LockFreeLimiter::<u64>::new(cx.workload.limit())),

@@ -8,8 +8,8 @@
 //!
 //! # What a check means
 //! Every assertion message starts with a fixed tag (`window oracle:`, `slot shrank:`,
-//! `blocked_until above the true bound:`, `unjustified refusal:`, `lost hit:`, `gate not
-//! back at zero:`), so that a negative control can say which check must catch its mutant.
+//! `blocked_until above the true bound:`, `unjustified refusal:`, `lost hit:`, `seal left
+//! behind:`), so that a negative control can say which check must catch its mutant.
 
 #![cfg(slidelimit_loom)]
 
@@ -66,6 +66,21 @@ where
         "loom-model name={name} executions={} preemption_bound={bound} seconds={:.2}",
         executions.load(Ordering::Relaxed),
         start.elapsed().as_secs_f64()
+    );
+}
+
+/// The value of a ring slot sealed by a sweeper.
+pub const SEALED_SLOT: u64 = u64::MAX;
+
+/// No slot of a ring that is still in the key map is sealed: a sweeper that gave up on a
+/// removal restored every slot it had sealed.
+///
+/// # Panics
+/// `seal left behind:` otherwise.
+pub fn assert_no_seal(slots: &[u64]) {
+    assert!(
+        !slots.contains(&SEALED_SLOT),
+        "seal left behind: a live entry's slots are {slots:?}"
     );
 }
 

@@ -1,37 +1,45 @@
-//! Loom models of the keyed lock-free limiter (`LockFreeLimiter`: the atomic ring behind a
-//! pin | RETIRED gate in the key map) with `remove_idle` as the sweeper: M1–M4 of the loom
-//! plan in `shared/research/algorithms.md` §5, and M6, a late writer below the watermark.
-//! (The plan's M5, a sweeper racing a replace API, has no subject: no such API exists.)
+//! Loom models of the keyed lock-free limiter (`LockFreeLimiter`: atomic windows in the key
+//! map, removed by sealing their own words) with `remove_idle` as the sweeper: M1–M4 of the
+//! loom plan in `shared/research/algorithms.md` §5, M5 (a seal given back), M6 (a late
+//! writer below the watermark) and M7 (the rolling buckets' seal).
+//! (The plan's M5, a sweeper racing a replace API, has no subject: no such API exists; the
+//! number is reused.)
 //!
 //! The key map is papaya natively, which is not loom-aware; under `cfg(slidelimit_loom)` the
 //! core swaps in a `loom::sync::RwLock<HashMap<K, Arc<V>>>` stand-in with the same interface
 //! (`crates/core/src/keyed/map.rs`): one atomic get-or-insert, removal by pointer identity.
-//! Everything else (the gate, the watermarks, the ring, the retry loops) is the real code.
+//! Everything else (the seals, the watermarks, the windows, the retry loops) is the real code.
+//!
+//! # The handshake under test
+//! A writer decides with its own CAS on a slot (or the bucket window's head word); a sweeper
+//! seals every slot with a CAS from a value it judged expired (or sets the head word's seal
+//! bit, then re-judges). Either the writer's CAS precedes the seal in that word's order, and
+//! the sweeper sees the hit (and keeps the entry, restoring what it sealed), or it fails on
+//! the seal and the writer looks the key up again. No pin count, no SeqCst.
 //!
 //! # One bouncer at a time
-//! A caller that meets a retired entry yields and looks the key up again. Loom counts a
-//! switch away from a yielding thread as free, so two callers bouncing off the same retired
+//! A caller that meets a sealed entry yields and looks the key up again. Loom counts a
+//! switch away from a yielding thread as free, so two callers bouncing off the same sealed
 //! entry can hand the processor to each other forever while the sweeper waits: an infinite
 //! schedule that no preemption bound cuts, which loom reports as "exceeded maximum number
-//! of branches". The models therefore let at most one caller at a time reach a retired
+//! of branches". The models therefore let at most one caller at a time reach a sealed
 //! entry; a second writer runs after the first (on a thread that joins it), still racing
-//! the sweepers. A single caller that spins with nothing else runnable is a real livelock,
-//! and that is how the un-retire-with-a-store mutant shows up (M3).
+//! the sweepers.
 //!
-//! Setup: one key, limit 1 per 10 ticks, lateness tolerance D = 0, automatic sweep off (only
-//! `remove_idle` sweeps). At quiescence every model checks: the window oracle over every
-//! admitted tick, the key's current entry holds every admitted hit (no hit was written into
-//! an unlinked entry), its gate is back at 0, and its `blocked_until` is at most its oldest
-//! slot + W.
+//! Setup: one key, limit 1 per 10 ticks (2 in M5), lateness tolerance D = 0, automatic sweep
+//! off (only `remove_idle` sweeps). At quiescence every ring model checks: the window oracle
+//! over every admitted tick, the key's current entry holds every hit that must still count
+//! (no hit was written into an unlinked entry), no slot of it is left sealed, and its
+//! `blocked_until` is at most its oldest slot + W.
 
 #![cfg(slidelimit_loom)]
 
 use loom::sync::Arc;
 use loom::thread;
-use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RateLimiter};
+use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets};
 use slidelimit_loom::{
-    assert_blocked_until_bound, assert_refusal_justified, assert_window_safe, check, RingState,
-    WINDOW_TICKS,
+    assert_blocked_until_bound, assert_no_seal, assert_refusal_justified, assert_window_safe,
+    check, RingState, WINDOW_TICKS,
 };
 
 const KEY: u64 = 7;
@@ -42,14 +50,23 @@ const SWEEP_AT: u64 = 30;
 
 type Limiter = LockFreeLimiter<u64>;
 
+/// D = 0, no automatic sweep: only `remove_idle` removes, and only keys idle for its `now`.
+fn options() -> Options {
+    Options::default()
+        .lateness_ticks(0)
+        .sweep_floor_keys(usize::MAX)
+}
+
 /// A limiter of 1 hit per W, D = 0, no automatic sweep, with `check_and_hit(KEY, t)` admitted
 /// for each prefix tick.
 fn limiter(prefix: &[u64]) -> Arc<Limiter> {
-    let limit = Limit::new(1, WINDOW_TICKS).unwrap();
-    let options = Options::default()
-        .lateness_ticks(0)
-        .sweep_floor_keys(usize::MAX);
-    let limiter = Limiter::with_options(ExactLog::new(limit), options);
+    limiter_of(1, prefix)
+}
+
+/// [`limiter`] with `max_requests` hits per W.
+fn limiter_of(max_requests: u64, prefix: &[u64]) -> Arc<Limiter> {
+    let limit = Limit::new(max_requests, WINDOW_TICKS).unwrap();
+    let limiter = Limiter::with_options(ExactLog::new(limit), options());
     for &now in prefix {
         assert!(
             limiter.check_and_hit(&KEY, now),
@@ -59,11 +76,9 @@ fn limiter(prefix: &[u64]) -> Arc<Limiter> {
     Arc::new(limiter)
 }
 
-/// The key's current entry at quiescence: its gate word and its ring.
-fn current_entry(limiter: &Limiter) -> Option<(u64, RingState)> {
-    limiter.model_entry(&KEY, |entry| {
-        (entry.gate().word(), RingState::of(entry.window()))
-    })
+/// The key's current entry's ring at quiescence.
+fn current_entry(limiter: &Limiter) -> Option<RingState> {
+    limiter.model_entry(&KEY, |entry| RingState::of(entry.window()))
 }
 
 /// The checks every keyed model ends with; returns the current entry's ring.
@@ -73,11 +88,11 @@ fn current_entry(limiter: &Limiter) -> Option<(u64, RingState)> {
 /// one-slot ring keeps only its newest hit, be older than what it holds.
 fn quiescent(limiter: &Limiter, admitted: &[u64], recorded: &[u64]) -> RingState {
     assert_window_safe(admitted, 1);
-    let Some((gate, ring)) = current_entry(limiter) else {
+    let Some(ring) = current_entry(limiter) else {
         panic!("lost hit: the key has no entry, yet {recorded:?} must still count");
     };
     assert_eq!(limiter.tracked_keys(), 1, "one key, one entry");
-    assert_eq!(gate, 0, "gate not back at zero: {gate:#x}");
+    assert_no_seal(&ring.slots);
     assert_blocked_until_bound(&ring.slots, ring.blocked_until);
     let newest = ring.ticks().last().copied();
     for &tick in recorded {
@@ -92,8 +107,9 @@ fn quiescent(limiter: &Limiter, admitted: &[u64], recorded: &[u64]) -> RingState
 
 /// M1: a sweeper racing a writer never loses the writer's hit. The key's last hit is at 5
 /// (idle for a sweep at 30); the writer's `check_and_hit(31)` is always admitted, and the
-/// key's current entry must hold it: either the writer pinned the old entry first (the sweep
-/// leaves it) or it met a retired or removed entry and went on into a fresh one.
+/// key's current entry must hold it: either the writer's CAS came before the seal (the sweep
+/// sees 31 and leaves the entry) or it met a sealed or removed entry and went on into a
+/// fresh one.
 fn m1_sweeper_vs_writer() {
     check("keyed::m1_sweeper_vs_writer", || {
         let limiter = limiter(&[5]);
@@ -145,8 +161,8 @@ fn m2_two_sweepers_two_writers() {
         let removed_there = sweeper.join().unwrap();
         let (admitted_30, admitted_31) = second.join().unwrap();
         // Each sweep sees one key, so removes at most one entry. Both may remove one: a
-        // sweep can unlink the empty entry a writer has just inserted but not yet pinned
-        // (the writer bounces and inserts another), which forgets nothing.
+        // sweep can unlink the empty entry a writer has just inserted but not yet written
+        // (the writer bounces off its seal and inserts another), which forgets nothing.
         assert!(removed_here <= 1 && removed_there <= 1);
         let mut admitted = vec![5];
         admitted.extend(admitted_30.then_some(30));
@@ -165,14 +181,15 @@ fn m2_two_sweepers_two_writers() {
     });
 }
 
-/// M3: a hit that slips in between the sweeper's idle check and its retire. `hit(25)` makes
-/// the key non-idle for a sweep at 30 (25 + W > 30), so a sweeper that retired the entry on
-/// a stale idle check must see the hit on its re-check and un-retire. A third caller,
-/// `check_and_hit(31)` on the model's main thread after the hitter is done, may pin while
-/// the entry is retired, bounce off it, and must then get through (no stuck spin). The hit
-/// is never lost, the gate ends at 0, and 31 is refused (25 is live for it).
-fn m3_unretire_path() {
-    check("keyed::m3_unretire_path", || {
+/// M3: a hit that slips in between the sweeper's idle look and its seal. `hit(25)` makes the
+/// key non-idle for a sweep at 30 (25 + W > 30): the sweeper's seal CAS either finds 25 (and
+/// gives up) or takes the old value first (and the hit fails on the seal and goes on into a
+/// fresh entry, whose watermark is 15). A third caller, `check_and_hit(31)` on the model's
+/// main thread after the hitter is done, may meet the sealed entry, bounce off it, and must
+/// then get through (no stuck spin). The hit is never lost, no seal is left behind, and 31 is
+/// refused (25 is live for it).
+fn m3_hit_slips_in_before_seal() {
+    check("keyed::m3_hit_slips_in_before_seal", || {
         let limiter = limiter(&[5]);
         let hitter = {
             let limiter = Arc::clone(&limiter);
@@ -213,6 +230,73 @@ fn m4_one_entry_for_new_key() {
         assert_window_safe(&admitted, 1);
         assert_eq!(admitted.len(), 1, "exactly one of 10 and 12: {results:?}");
         quiescent(&limiter, &admitted, &admitted);
+    });
+}
+
+/// M5: a seal given back. Limit 2, one hit admitted at 18 (slot 0; slot 1 is empty), idle
+/// for a sweep at 30. `hit(25)` races the sweep: the sweeper may seal slot 0 and then find
+/// 25 in slot 1, and must restore slot 0; or seal both first, and the hit goes on into a
+/// fresh entry. Either way the current entry holds 25 and no slot is left sealed, and a
+/// `check_and_hit(31)` afterwards is admitted (only 25 is live for it; a watermark is at
+/// most 28).
+fn m5_seal_given_back() {
+    check("keyed::m5_seal_given_back", || {
+        let limiter = limiter_of(2, &[18]);
+        let hitter = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.hit(&KEY, 25))
+        };
+        let removed = limiter.remove_idle(SWEEP_AT);
+        hitter.join().unwrap();
+        assert!(removed <= 1);
+        let ring = current_entry(&limiter)
+            .unwrap_or_else(|| panic!("lost hit: the key has no entry, yet 25 must count"));
+        assert_no_seal(&ring.slots);
+        assert!(
+            ring.ticks().contains(&25),
+            "lost hit: 25 is not in the key's current entry {:?}",
+            ring.ticks()
+        );
+        assert!(
+            limiter.check_and_hit(&KEY, 31),
+            "31 is admitted: only 25 is live for it"
+        );
+    });
+}
+
+/// M7: the rolling buckets' seal. Limit 1 per W (2 buckets of 5 ticks, lateness 1), weight
+/// admitted at 1, so the window is idle for a sweep at 30. A writer's `check_and_hit(31)`
+/// races the sweep: it is always admitted, and a second `check_and_hit(32)` after it must be
+/// refused, on whatever entry it finds: a sweeper that removed the window without seeing
+/// the reservation at 31 would have raised the watermark only to the old weight's expiry.
+fn m7_bucket_seal_vs_writer() {
+    check("keyed::m7_bucket_seal_vs_writer", || {
+        let window = RollingBuckets::new(Limit::new(1, WINDOW_TICKS).unwrap(), 2).unwrap();
+        let limiter = Arc::new(LockFreeLimiter::<u64, RollingBuckets>::with_options(
+            window,
+            options(),
+        ));
+        assert!(limiter.check_and_hit(&KEY, 1), "prefix check_and_hit(1)");
+        let writers = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || {
+                let first = limiter.check_and_hit(&KEY, 31);
+                (first, limiter.check_and_hit(&KEY, 32))
+            })
+        };
+        let removed = limiter.remove_idle(SWEEP_AT);
+        let (first, second) = writers.join().unwrap();
+        assert!(removed <= 1);
+        let mut admitted = vec![1];
+        admitted.extend(first.then_some(31));
+        admitted.extend(second.then_some(32));
+        assert_window_safe(&admitted, 1);
+        assert!(first, "31 is admitted: the weight at 1 has expired");
+        let totals = limiter.model_entry(&KEY, |entry| entry.window().quiescent_totals());
+        assert!(
+            totals.is_some_and(|(total, counts)| total == 1 && counts == 1),
+            "lost hit: the key's current entry holds {totals:?}, not the weight admitted at 31"
+        );
     });
 }
 
@@ -264,7 +348,7 @@ fn m2() {
 
 #[test]
 fn m3() {
-    m3_unretire_path();
+    m3_hit_slips_in_before_seal();
 }
 
 #[test]
@@ -273,30 +357,51 @@ fn m4() {
 }
 
 #[test]
+fn m5() {
+    m5_seal_given_back();
+}
+
+#[test]
 fn m6() {
     m6_late_writer_below_watermark();
+}
+
+#[test]
+fn m7() {
+    m7_bucket_seal_vs_writer();
 }
 
 // Negative controls: they exist only in the build of their mutant (`ci/loom.sh` builds each
 // one and runs only these), where the model must fail with the named check.
 
-/// X7: a sweeper that retires without the gate unlinks an entry a writer has pinned; the
-/// writer's admitted hit lands in the unlinked entry and is lost.
+/// X7: a sweeper that seals a slot with a load and a store instead of a CAS overwrites a
+/// writer's hit that landed in between, and removes the entry with it.
 #[test]
-#[cfg(slidelimit_loom_mutant = "removal_without_gate")]
+#[cfg(slidelimit_loom_mutant = "seal_with_store")]
 #[should_panic(expected = "lost hit:")]
-fn mutant_removal_without_gate_caught_by_m1() {
+fn mutant_seal_with_store_caught_by_m1() {
     m1_sweeper_vs_writer();
 }
 
-/// X8: un-retiring with `store(0)` erases the count of a pin that bounced off RETIRED; its
-/// unpin then underflows the gate to `u64::MAX`, RETIRED stays set for good, and the caller
-/// spins on the live key until loom's branch limit stops the model (a livelock).
+/// X8: a sweeper that gives up without restoring the slots it sealed leaves the live entry
+/// sealed for good: the quiescent check finds the seal (`seal left behind:`), or, in the
+/// schedules where the hitter read the sealed slot first, the hitter spins on it forever
+/// and loom's branch limit stops the model. Whichever schedule loom explores first panics,
+/// so this control names no message.
 #[test]
-#[cfg(slidelimit_loom_mutant = "unretire_with_store")]
-#[should_panic(expected = "Model exceeded maximum number of branches")]
-fn mutant_unretire_with_store_caught_by_m3() {
-    m3_unretire_path();
+#[cfg(slidelimit_loom_mutant = "seal_without_restore")]
+#[should_panic]
+fn mutant_seal_without_restore_caught_by_m5() {
+    m5_seal_given_back();
+}
+
+/// X10: a bucket sweeper that trusts its look instead of re-judging under the seal removes
+/// a window holding a fresh reservation, with a watermark too low to cover it.
+#[test]
+#[cfg(slidelimit_loom_mutant = "buckets_seal_without_recheck")]
+#[should_panic(expected = "window oracle:")]
+fn mutant_buckets_seal_without_recheck_caught_by_m7() {
+    m7_bucket_seal_vs_writer();
 }
 
 /// X9: get-then-insert key creation gives two first-time writers an entry each, and both

@@ -104,16 +104,24 @@ fn run(args: &Args, argv: &[String], all_workloads: Vec<Workload>) -> Result<(),
     // Memory first: single-threaded and short. Keys are created under uniform-allowed's limit.
     let (mut memory_rows, mut zipf_rows) = (Vec::new(), Vec::new());
     if !args.skip_memory {
-        let per_key = all_workloads
+        let uniform = all_workloads
             .iter()
             .find(|w| w.name == "uniform-allowed")
             .ok_or("uniform-allowed workload missing")?;
+        // uniform-allowed's keys and window at each limit of the memory target.
+        let per_key: Vec<Workload> = memory::PER_KEY_LIMITS
+            .iter()
+            .map(|&max_requests| Workload {
+                max_requests,
+                ..uniform.clone()
+            })
+            .collect();
         let zipf_workload = workloads.iter().find(|w| w.name == "zipf");
         let zipf_stream = zipf_workload.map(Workload::stream);
         progress.note("memory: bytes per key and Zipf idle-key removal …");
         let mut run = MemoryRun {
             args,
-            per_key,
+            per_key: &per_key,
             zipf: zipf_workload.zip(zipf_stream.as_ref()),
             progress: &progress,
             rows: Vec::new(),
@@ -142,7 +150,8 @@ fn run(args: &Args, argv: &[String], all_workloads: Vec<Workload>) -> Result<(),
         });
     }
 
-    let targets = targets::evaluate(&cells);
+    let mut targets = targets::evaluate(&cells);
+    targets.extend(targets::evaluate_memory(&memory_rows));
     let report = Report {
         machine,
         config: Config {

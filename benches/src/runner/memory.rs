@@ -33,8 +33,15 @@ fn live_bytes() -> i64 {
         + i64::try_from(stats.bytes_reallocated).unwrap_or(0)
 }
 
-/// Keys created for the bytes-per-key figure.
+/// Keys created for the bytes-per-key figure (fewer for large limits: see [`keys_for`]).
 pub const KEYS: usize = 100_000;
+/// The limits (`N`) the bytes-per-key figure is measured at.
+pub const PER_KEY_LIMITS: [u64; 3] = [1, 32, 1000];
+
+/// Keys for a full-window measurement at limit `n`: at most ten million calls in all.
+fn keys_for(n: u64) -> usize {
+    KEYS.min(usize::try_from(10_000_000 / n.max(1)).unwrap_or(KEYS))
+}
 /// Calls made on the Zipf stream before measuring removal.
 pub const ZIPF_OPS: u64 = 2_000_000;
 
@@ -43,8 +50,8 @@ pub const ZIPF_OPS: u64 = 2_000_000;
 pub struct MemoryRun<'a> {
     /// The run's flags.
     pub args: &'a Args,
-    /// The workload whose limit the per-key keys are created under.
-    pub per_key: &'a Workload,
+    /// The workloads whose limits the per-key keys are created under.
+    pub per_key: &'a [Workload],
     /// The Zipf workload and its stream, if selected.
     pub zipf: Option<(&'a Workload, &'a KeyStream)>,
     /// Progress display.
@@ -60,12 +67,15 @@ impl Visitor for MemoryRun<'_> {
         if !selected(self.args, meta) || meta.family == Family::Floor {
             return;
         }
-        if (meta.supports)(self.per_key) {
-            self.rows.push(per_key(meta, self.per_key, make));
+        for workload in self.per_key {
+            if !(meta.supports)(workload) {
+                continue;
+            }
+            self.rows.push(per_key(meta, workload, make));
             let row = self.rows.last().expect("just pushed");
             self.progress.note(&format!(
-                "memory · {}: {:.0} B/key after one hit, {:.0} B/key with a full window",
-                meta.name, row.bytes_per_key_one_hit, row.bytes_per_key_full
+                "memory · {} · N = {}: {:.0} B/key after one hit, {:.0} B/key with a full window",
+                meta.name, row.max_requests, row.bytes_per_key_one_hit, row.bytes_per_key_full
             ));
         }
         if let Some((zipf, stream)) = self.zipf {
@@ -104,23 +114,25 @@ fn per_key<T: Target>(
         workload,
         clock: &clock,
     });
-    for k in 0..KEYS as u64 {
+    let keys = keys_for(workload.max_requests);
+    for k in 0..keys as u64 {
         let _ = target.check_and_hit(mix64(k), now);
     }
     let one = live_bytes() - base;
     let tracked = target.tracked_keys();
     for _ in 1..workload.max_requests {
-        for k in 0..KEYS as u64 {
+        for k in 0..keys as u64 {
             let _ = target.check_and_hit(mix64(k), now);
         }
     }
     let full = live_bytes() - base;
     drop(target);
-    let per = |bytes: i64| bytes as f64 / tracked.unwrap_or(KEYS).max(1) as f64;
+    let per = |bytes: i64| bytes as f64 / tracked.unwrap_or(keys).max(1) as f64;
     MemoryRow {
         variant: meta.name,
         limit: workload.describe_limit(),
-        keys: KEYS,
+        max_requests: workload.max_requests,
+        keys,
         tracked,
         bytes_per_key_one_hit: per(one),
         bytes_per_key_full: per(full),

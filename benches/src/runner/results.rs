@@ -162,6 +162,8 @@ pub struct MemoryRow {
     pub variant: &'static str,
     /// The limit the keys were created under.
     pub limit: String,
+    /// Its `max_requests` (`N`).
+    pub max_requests: u64,
     /// Keys created.
     pub keys: usize,
     /// Keys the variant reports holding.

@@ -1,6 +1,6 @@
-//! The issue's targets, as ratios computed from this run's cells.
+//! The hot-path issue's targets, as ratios computed from this run's cells and memory rows.
 
-use crate::results::{CellResult, TargetCheck, Verdict};
+use crate::results::{CellResult, MemoryRow, TargetCheck, Verdict};
 
 fn cell<'a>(
     cells: &'a [CellResult],
@@ -63,7 +63,9 @@ fn check(
     }
 }
 
-/// Every target the issue sets, on every workload it names.
+/// Every target of the hot-path issue, on every workload it names: one thread against the
+/// mutex, governor and the floor; two threads against the mutex and governor; the bucketed
+/// lock-free limiter against the exact one.
 #[must_use]
 pub fn evaluate(cells: &[CellResult]) -> Vec<TargetCheck> {
     let ns = (
@@ -78,51 +80,132 @@ pub fn evaluate(cells: &[CellResult]) -> Vec<TargetCheck> {
         "p99.9 ns",
         (|c: &CellResult| c.latency.p999 as f64) as fn(&CellResult) -> f64,
     );
-    let mut checks = vec![check(
-        cells,
+    let mut checks = Vec::new();
+    let mut add = |target: &str, workload, threads, theirs, metric, bound| {
+        checks.push(check(
+            cells,
+            target,
+            workload,
+            threads,
+            "lock-free",
+            theirs,
+            metric,
+            bound,
+        ));
+    };
+    for workload in ["hot-allowed", "uniform-allowed", "zipf"] {
+        add(
+            "lock-free ns/decision ÷ mutex",
+            workload,
+            1,
+            "mutex",
+            ns,
+            Bound::AtMost(1.0),
+        );
+    }
+    add(
         "lock-free ns/decision ÷ governor-keyed",
         "uniform-allowed",
         1,
-        "lock-free",
         "governor-keyed",
         ns,
-        Bound::AtMost(0.75),
-    )];
-    for workload in ["hot-allowed", "hot-refused", "zipf"] {
-        for threads in [4, 8] {
-            checks.push(check(
-                cells,
-                "lock-free throughput ÷ mutex",
-                workload,
-                threads,
-                "lock-free",
-                "mutex",
-                mops,
-                Bound::AtLeast(2.0),
-            ));
-            checks.push(check(
-                cells,
-                "lock-free p99.9 ÷ mutex",
-                workload,
-                threads,
-                "lock-free",
-                "mutex",
-                p999,
-                Bound::AtMost(0.5),
-            ));
-        }
-    }
-    for workload in ["uniform-allowed", "hot-allowed", "zipf"] {
-        checks.push(check(
-            cells,
+        Bound::AtMost(1.0),
+    );
+    for workload in ["hot-allowed", "uniform-allowed"] {
+        add(
             "lock-free ns/decision ÷ floor",
             workload,
             1,
-            "lock-free",
             "floor",
             ns,
             Bound::AtMost(2.0),
+        );
+    }
+    add(
+        "lock-free ns/decision ÷ governor-keyed",
+        "zipf",
+        1,
+        "governor-keyed",
+        ns,
+        Bound::AtMost(1.5),
+    );
+    add(
+        "lock-free throughput ÷ mutex",
+        "hot-allowed",
+        2,
+        "mutex",
+        mops,
+        Bound::AtLeast(1.0),
+    );
+    add(
+        "lock-free throughput ÷ mutex",
+        "uniform-allowed",
+        2,
+        "mutex",
+        mops,
+        Bound::AtLeast(1.5),
+    );
+    add(
+        "lock-free throughput ÷ governor-keyed",
+        "uniform-allowed",
+        2,
+        "governor-keyed",
+        mops,
+        Bound::AtLeast(1.0),
+    );
+    for workload in ["hot-allowed", "uniform-allowed"] {
+        add(
+            "lock-free p99.9 ÷ mutex",
+            workload,
+            2,
+            "mutex",
+            p999,
+            Bound::AtMost(1.0),
+        );
+    }
+    for workload in ["hot-allowed", "uniform-allowed"] {
+        checks.push(check(
+            cells,
+            "lock-free-buckets ns/decision ÷ lock-free",
+            workload,
+            1,
+            "lock-free-buckets",
+            "lock-free",
+            ns,
+            Bound::AtMost(1.2),
         ));
     }
     checks
+}
+
+/// The memory target: the lock-free exact log holds at most `8·N + 160` live heap bytes per
+/// key (the key map's share included) with a full window of `N` hits.
+#[must_use]
+pub fn evaluate_memory(rows: &[MemoryRow]) -> Vec<TargetCheck> {
+    rows.iter()
+        .filter(|row| row.variant == "lock-free")
+        .map(|row| {
+            let budget = 8.0 * row.max_requests as f64 + 160.0;
+            let ratio = row.bytes_per_key_full / budget;
+            TargetCheck {
+                target: format!(
+                    "lock-free bytes/key ÷ (8·N + 160), N = {}",
+                    row.max_requests
+                ),
+                workload: "memory",
+                threads: 1,
+                ratio: Some(ratio),
+                threshold: "<= 1".to_owned(),
+                verdict: if ratio <= 1.0 {
+                    Verdict::Met
+                } else {
+                    Verdict::Missed
+                },
+                detail: format!(
+                    "{:.0} B/key with a full window vs a budget of {budget:.0}",
+                    row.bytes_per_key_full
+                ),
+            }
+        })
+        .collect()
 }

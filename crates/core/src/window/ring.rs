@@ -489,6 +489,10 @@ impl AtomicRing {
     /// Puts back the values a failed seal took from the first slots, last first, so that a
     /// sweeper that finds the first slot sealed can be sure the ring is not free yet.
     fn restore(&self, sealed_values: &[u64]) {
+        if cfg!(slidelimit_loom_mutant = "seal_without_restore") {
+            // Deliberately broken for the loom negative control: gives up, seals left on.
+            return;
+        }
         for (slot, &value) in self.slots.iter().zip(sealed_values).rev() {
             // Release: pairs with the Acquire loads of writers that wait on the seal; only
             // this sweeper writes a slot it sealed, so the swap finds SEALED.

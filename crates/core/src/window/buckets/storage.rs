@@ -234,7 +234,8 @@ impl AtomicWindow for AtomicBuckets {
     }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         // A look first: most windows a sweep visits are live, and this changes nothing.
-        if fresh_from(&self) > horizon {
+        let looked = fresh_from(&self);
+        if looked > horizon {
             return None;
         }
         // Acquire: pairs with the AcqRel CASes on the word, like every head load.
@@ -252,8 +253,9 @@ impl AtomicWindow for AtomicBuckets {
             .ok()?;
         if cfg!(slidelimit_loom_mutant = "buckets_seal_without_recheck") {
             // Deliberately broken for the loom negative control: trusts the look, so a
-            // reservation between the look and the seal is lost with the window.
-            return Some(fresh_from(&self));
+            // reservation between the look and the seal is lost with the window, and the
+            // watermark stops short of it.
+            return Some(looked);
         }
         // Sealed: no reservation or head advance can happen any more, so this judges every
         // admission there will ever be in this window (one still being recorded, or a
