@@ -32,7 +32,9 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
     }
 
     /// Runs `f` on the entry of `key`, creating it with `make` in one atomic get-or-insert if
-    /// there is none; also says whether this call inserted it.
+    /// there is none; also says whether this call inserted it. For callers whose lookup just
+    /// missed: it goes straight to the insert (which finds an entry that appeared meanwhile),
+    /// so a new key costs one probe of the table, not two.
     #[inline]
     pub(crate) fn get_or_insert_with<R>(
         &self,
@@ -41,9 +43,6 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         f: impl FnOnce(&V) -> R,
     ) -> (R, bool) {
         let guard = self.inner.guard();
-        if let Some(entry) = self.inner.get(key, &guard) {
-            return (f(entry), false);
-        }
         match self.inner.try_insert_with(key.clone(), make, &guard) {
             Ok(entry) => (f(entry), true),
             Err(entry) => (f(entry), false),

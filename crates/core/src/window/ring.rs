@@ -449,7 +449,7 @@ impl AtomicRing {
     /// Seals every slot (see the module docs) if every hit is expired for `horizon`; returns
     /// the newest slot value sealed, or `None` after restoring what it had sealed.
     fn seal(&self, horizon: u64) -> Option<u64> {
-        let mut sealed_values = Vec::with_capacity(self.slots.len());
+        let mut sealed = SealedValues::new();
         let mut newest = EMPTY;
         for slot in self.slots.iter() {
             // Acquire: pairs with the writers' AcqRel CASes, so the value judged below
@@ -459,7 +459,7 @@ impl AtomicRing {
                 if value == SEALED || slot_is_live(value, self.window_ticks, horizon) {
                     // Live after all (a write slipped in after the look), or another
                     // sweeper holds the seal: give back what was sealed.
-                    self.restore(&sealed_values);
+                    self.restore(&sealed);
                     return None;
                 }
                 if cfg!(slidelimit_loom_mutant = "seal_with_store") {
@@ -480,7 +480,7 @@ impl AtomicRing {
                     }
                 }
             }
-            sealed_values.push(value);
+            sealed.push(value);
             newest = newest.max(value);
         }
         Some(newest)
@@ -488,17 +488,53 @@ impl AtomicRing {
 
     /// Puts back the values a failed seal took from the first slots, last first, so that a
     /// sweeper that finds the first slot sealed can be sure the ring is not free yet.
-    fn restore(&self, sealed_values: &[u64]) {
+    fn restore(&self, sealed: &SealedValues) {
         if cfg!(slidelimit_loom_mutant = "seal_without_restore") {
             // Deliberately broken for the loom negative control: gives up, seals left on.
             return;
         }
-        for (slot, &value) in self.slots.iter().zip(sealed_values).rev() {
+        for index in (0..sealed.len).rev() {
             // Release: pairs with the Acquire loads of writers that wait on the seal; only
             // this sweeper writes a slot it sealed, so the swap finds SEALED.
-            let previous = slot.swap(value, Ordering::Release);
+            let previous = self.slots[index].swap(sealed.get(index), Ordering::Release);
             debug_assert_eq!(previous, SEALED);
         }
+    }
+}
+
+/// The values a seal took, in slot order, so that a seal given back restores them: the
+/// first [`SealedValues::INLINE`] on the stack (every ring of up to that many slots seals
+/// without allocating; sweeps seal many rings), the rest in a vector.
+struct SealedValues {
+    inline: [u64; SealedValues::INLINE],
+    spill: Vec<u64>,
+    len: usize,
+}
+
+impl SealedValues {
+    const INLINE: usize = 64;
+
+    fn new() -> Self {
+        Self {
+            inline: [EMPTY; Self::INLINE],
+            spill: Vec::new(),
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, value: u64) {
+        match self.inline.get_mut(self.len) {
+            Some(cell) => *cell = value,
+            None => self.spill.push(value),
+        }
+        self.len += 1;
+    }
+
+    fn get(&self, index: usize) -> u64 {
+        self.inline
+            .get(index)
+            .copied()
+            .unwrap_or_else(|| self.spill[index - Self::INLINE])
     }
 }
 
@@ -592,8 +628,12 @@ impl AtomicWindow for AtomicRing {
         status(&self, now)
     }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
-        // A look first: most entries a sweep visits are live, and one load settles them.
-        if !is_fresh_by(&self, horizon) {
+        // A look at the slot written last first: most entries a sweep visits are live, and
+        // in time order that slot holds the newest hit. The seal judges every slot itself.
+        let cells = &self;
+        let capacity = cells.capacity();
+        let newest_written = cells.slot((cells.cursor() + capacity - 1) % capacity);
+        if newest_written == SEALED || slot_is_live(newest_written, self.window_ticks, horizon) {
             return None;
         }
         let newest = self.seal(horizon)?;
