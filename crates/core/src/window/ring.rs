@@ -538,7 +538,27 @@ impl SealedValues {
     }
 }
 
-impl RingCells for &AtomicRing {
+/// One call's view of an [`AtomicRing`]: the slots' address and length and the window length
+/// copied into locals once, so the probe loop keeps them in registers (through `&AtomicRing`
+/// every slot load, an `Acquire`, would make the compiler reload them).
+struct AtomicCells<'a> {
+    ring: &'a AtomicRing,
+    slots: &'a [AtomicU64],
+    window_ticks: u64,
+}
+
+impl<'a> AtomicCells<'a> {
+    #[inline]
+    fn of(ring: &'a AtomicRing) -> Self {
+        Self {
+            ring,
+            slots: &ring.slots,
+            window_ticks: ring.window_ticks,
+        }
+    }
+}
+
+impl RingCells for AtomicCells<'_> {
     const SEALABLE: bool = true;
     #[inline]
     fn capacity(&self) -> usize {
@@ -572,7 +592,8 @@ impl RingCells for &AtomicRing {
         #[cfg(all(debug_assertions, not(slidelimit_loom)))]
         if result.is_err() {
             // Relaxed: a statistic; only the retry path pays for it.
-            self.lost_races
+            self.ring
+                .lost_races
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         result
@@ -580,7 +601,7 @@ impl RingCells for &AtomicRing {
     #[inline]
     fn cursor(&self) -> usize {
         // Relaxed: a probe-order hint; no decision rests on it.
-        let index = self.cursor.load(Ordering::Relaxed) as usize;
+        let index = self.ring.cursor.load(Ordering::Relaxed) as usize;
         if index < self.slots.len() {
             index
         } else {
@@ -591,20 +612,20 @@ impl RingCells for &AtomicRing {
     fn set_cursor(&mut self, index: usize) {
         // Relaxed: a hint; a plain store (not an RMW) keeps the hot path to one RMW.
         // index < capacity <= 2^24, so it fits.
-        self.cursor.store(index as u32, Ordering::Relaxed);
+        self.ring.cursor.store(index as u32, Ordering::Relaxed);
     }
     #[inline]
     fn blocked_until(&self) -> u64 {
         // Acquire: pairs with the AcqRel fetch_max in raise_blocked_until, so a refusal on
         // the bound happens-after the slot reads that justified it.
-        self.blocked_until.load(Ordering::Acquire)
+        self.ring.blocked_until.load(Ordering::Acquire)
     }
     #[inline]
     fn raise_blocked_until(&mut self, tick: u64) {
         // AcqRel: Release publishes the slot reads behind the bound to readers of the load
         // above; fetch_max keeps the bound monotone, so a stale one never lowers it. Only a
         // refusal that scanned every slot gets here, never an admission.
-        self.blocked_until.fetch_max(tick, Ordering::AcqRel);
+        self.ring.blocked_until.fetch_max(tick, Ordering::AcqRel);
     }
 }
 
@@ -612,25 +633,25 @@ impl AtomicWindow for AtomicRing {
     #[inline]
     fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
-        hit(&mut &*self, now)
+        hit(&mut AtomicCells::of(self), now)
     }
     #[inline]
     fn check_and_hit_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
-        check_and_hit(&mut &*self, now)
+        check_and_hit(&mut AtomicCells::of(self), now)
     }
     #[inline]
     fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
-        allowed(&self, now)
+        allowed(&AtomicCells::of(self), now)
     }
     fn status(&self, now: u64) -> Result<Status, Retired> {
-        status(&self, now)
+        status(&AtomicCells::of(self), now)
     }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         // A look at the slot written last first: most entries a sweep visits are live, and
         // in time order that slot holds the newest hit. The seal judges every slot itself.
-        let cells = &self;
+        let cells = AtomicCells::of(self);
         let capacity = cells.capacity();
         let newest_written = cells.slot((cells.cursor() + capacity - 1) % capacity);
         if newest_written == SEALED || slot_is_live(newest_written, self.window_ticks, horizon) {
