@@ -204,7 +204,7 @@ where
     E: KeyEntry,
 {
     /// Runs `f` on the entry currently mapped for `key` (without pinning it), for the loom
-    /// models' quiescent assertions: which entry survived, what its window and gate hold.
+    /// models' quiescent assertions: which entry survived and what its window holds.
     /// Exists only under `cfg(slidelimit_loom)`.
     pub fn model_entry<R>(&self, key: &K, f: impl FnOnce(&E) -> R) -> Option<R> {
         self.map.get_with(key, f)
