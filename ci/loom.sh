@@ -8,13 +8,11 @@
 #    must catch it: a #[should_panic] test that exists only in that build. The run must
 #    report exactly that one test, passed.
 #
-# Measured run time on the 2-core development machine (shared with other builds), from clean
-# target directories: 4 min 41 s in all (18 models, 9 mutants), of which the models' build
-# and run took 38 s (the models themselves ~10 s at bound 2); each mutant is a separate
-# build of loom and its dependencies, 24-31 s each, and its control fails within a second.
-# Under heavy load from other builds a mutant build took up to 70 s (~9 min in all). With
-# the target directories kept and the core changed, a rerun takes ~3 min; unchanged, 30 s.
-# At LOOM_MAX_PREEMPTIONS=3 the ring and keyed models take ~25 s and pass too.
+# Measured run time on the 2-core development machine, from clean target directories: 3 min
+# 45 s in all (20 models, 10 mutants), of which the models themselves take ~32 s at bound 2;
+# each mutant is a separate build of loom and its dependencies, ~20 s each, and its control
+# fails within a second. Under heavy load from other builds a mutant build took up to 70 s.
+# With the target directories kept and the core changed, a rerun takes ~3 min; unchanged, 30 s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
