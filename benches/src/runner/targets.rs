@@ -63,119 +63,80 @@ fn check(
     }
 }
 
-/// Every target of the hot-path issue, on every workload it names: one thread against the
-/// mutex, governor and the floor; two threads against the mutex and governor; the bucketed
-/// lock-free limiter against the exact one.
+/// What a target compares.
+#[derive(Clone, Copy)]
+enum Metric {
+    NsPerDecision,
+    Throughput,
+    P999,
+}
+
+impl Metric {
+    fn name_and_value(self) -> (&'static str, fn(&CellResult) -> f64) {
+        match self {
+            Self::NsPerDecision => ("ns/decision", |c| c.ns_per_decision),
+            Self::Throughput => ("Mops/s", |c| c.mops),
+            Self::P999 => ("p99.9 ns", |c| c.latency.p999 as f64),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::NsPerDecision => "ns/decision",
+            Self::Throughput => "throughput",
+            Self::P999 => "p99.9",
+        }
+    }
+}
+
+/// Every target of the hot-path issue: (ours, theirs, metric, workload, threads, bound). One
+/// thread against the mutex, governor and the floor; two threads against the mutex and
+/// governor; the bucketed lock-free limiter against the exact one.
+const TARGETS: &[(&str, &str, Metric, &str, usize, Bound)] = {
+    use Bound::{AtLeast, AtMost};
+    use Metric::{NsPerDecision as Ns, Throughput as Mops, P999};
+    const LF: &str = "lock-free";
+    const BUCKETS: &str = "lock-free-buckets";
+    const GOV: &str = "governor-keyed";
+    const HOT: &str = "hot-allowed";
+    const UNI: &str = "uniform-allowed";
+    &[
+        (LF, "mutex", Ns, HOT, 1, AtMost(1.0)),
+        (LF, "mutex", Ns, UNI, 1, AtMost(1.0)),
+        (LF, "mutex", Ns, "zipf", 1, AtMost(1.0)),
+        (LF, GOV, Ns, UNI, 1, AtMost(1.0)),
+        (LF, "floor", Ns, HOT, 1, AtMost(2.0)),
+        (LF, "floor", Ns, UNI, 1, AtMost(2.0)),
+        (LF, GOV, Ns, "zipf", 1, AtMost(1.5)),
+        (LF, "mutex", Mops, HOT, 2, AtLeast(1.0)),
+        (LF, "mutex", Mops, UNI, 2, AtLeast(1.5)),
+        (LF, GOV, Mops, UNI, 2, AtLeast(1.0)),
+        (LF, "mutex", P999, HOT, 2, AtMost(1.0)),
+        (LF, "mutex", P999, UNI, 2, AtMost(1.0)),
+        (BUCKETS, LF, Ns, HOT, 1, AtMost(1.2)),
+        (BUCKETS, LF, Ns, UNI, 1, AtMost(1.2)),
+    ]
+};
+
+/// Every target of [`TARGETS`], judged on this run's cells.
 #[must_use]
 pub fn evaluate(cells: &[CellResult]) -> Vec<TargetCheck> {
-    let ns = (
-        "ns/decision",
-        (|c: &CellResult| c.ns_per_decision) as fn(&CellResult) -> f64,
-    );
-    let mops = (
-        "Mops/s",
-        (|c: &CellResult| c.mops) as fn(&CellResult) -> f64,
-    );
-    let p999 = (
-        "p99.9 ns",
-        (|c: &CellResult| c.latency.p999 as f64) as fn(&CellResult) -> f64,
-    );
-    let mut checks = Vec::new();
-    let mut add = |target: &str, workload, threads, theirs, metric, bound| {
-        checks.push(check(
-            cells,
-            target,
-            workload,
-            threads,
-            "lock-free",
-            theirs,
-            metric,
-            bound,
-        ));
-    };
-    for workload in ["hot-allowed", "uniform-allowed", "zipf"] {
-        add(
-            "lock-free ns/decision ÷ mutex",
-            workload,
-            1,
-            "mutex",
-            ns,
-            Bound::AtMost(1.0),
-        );
-    }
-    add(
-        "lock-free ns/decision ÷ governor-keyed",
-        "uniform-allowed",
-        1,
-        "governor-keyed",
-        ns,
-        Bound::AtMost(1.0),
-    );
-    for workload in ["hot-allowed", "uniform-allowed"] {
-        add(
-            "lock-free ns/decision ÷ floor",
-            workload,
-            1,
-            "floor",
-            ns,
-            Bound::AtMost(2.0),
-        );
-    }
-    add(
-        "lock-free ns/decision ÷ governor-keyed",
-        "zipf",
-        1,
-        "governor-keyed",
-        ns,
-        Bound::AtMost(1.5),
-    );
-    add(
-        "lock-free throughput ÷ mutex",
-        "hot-allowed",
-        2,
-        "mutex",
-        mops,
-        Bound::AtLeast(1.0),
-    );
-    add(
-        "lock-free throughput ÷ mutex",
-        "uniform-allowed",
-        2,
-        "mutex",
-        mops,
-        Bound::AtLeast(1.5),
-    );
-    add(
-        "lock-free throughput ÷ governor-keyed",
-        "uniform-allowed",
-        2,
-        "governor-keyed",
-        mops,
-        Bound::AtLeast(1.0),
-    );
-    for workload in ["hot-allowed", "uniform-allowed"] {
-        add(
-            "lock-free p99.9 ÷ mutex",
-            workload,
-            2,
-            "mutex",
-            p999,
-            Bound::AtMost(1.0),
-        );
-    }
-    for workload in ["hot-allowed", "uniform-allowed"] {
-        checks.push(check(
-            cells,
-            "lock-free-buckets ns/decision ÷ lock-free",
-            workload,
-            1,
-            "lock-free-buckets",
-            "lock-free",
-            ns,
-            Bound::AtMost(1.2),
-        ));
-    }
-    checks
+    TARGETS
+        .iter()
+        .map(|&(ours, theirs, metric, workload, threads, bound)| {
+            let target = format!("{ours} {} ÷ {theirs}", metric.label());
+            check(
+                cells,
+                &target,
+                workload,
+                threads,
+                ours,
+                theirs,
+                metric.name_and_value(),
+                bound,
+            )
+        })
+        .collect()
 }
 
 /// The memory target: the lock-free exact log holds at most `8·N + 160` live heap bytes per

@@ -687,7 +687,19 @@ mod tests {
 
     #[test]
     fn expired_at_most_agrees_with_slot_is_live() {
-        let ticks = [0, 1, 2, 5, 9, 10, 11, 100, MAX_TICK - 11, MAX_TICK - 1, MAX_TICK];
+        let ticks = [
+            0,
+            1,
+            2,
+            5,
+            9,
+            10,
+            11,
+            100,
+            MAX_TICK - 11,
+            MAX_TICK - 1,
+            MAX_TICK,
+        ];
         for window_ticks in [1, 2, 10, 100, u64::MAX - 1, u64::MAX] {
             for now in ticks {
                 let bound = expired_at_most(window_ticks, now);
