@@ -22,6 +22,15 @@ const N: usize = 32;
 
 struct Entry { header: [AtomicU64; 3], slots: Box<[AtomicU64]> }
 fn entry() -> Entry { Entry { header: Default::default(), slots: (0..N).map(|_| AtomicU64::new(0)).collect() } }
+/// What a decision does once the map has found the key's state: read the cursor, load the
+/// slot it names and CAS it, as the limiter's admission does.
+#[inline]
+fn decide(cursor: &AtomicU64, slots: &[AtomicU64]) {
+    let c = cursor.load(Ordering::Relaxed) as usize % N;
+    let v = slots[c].load(Ordering::Acquire);
+    let _ = slots[c].compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire);
+}
+
 fn arc_slots() -> Arc<[AtomicU64]> { (0..N + 3).map(|_| AtomicU64::new(0)).collect() }
 
 fn main() {
@@ -35,18 +44,14 @@ fn main() {
         for &k in &stream {
             let g = p.guard();
             let e = match p.get(&k, &g) { Some(e) => e, None => match p.try_insert_with(k, entry, &g) { Ok(e) | Err(e) => e } };
-            let c = e.header[0].load(Ordering::Relaxed) as usize % N;
-            let v = e.slots[c].load(Ordering::Acquire);
-            let _ = e.slots[c].compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire);
+            decide(&e.header[0], &e.slots);
         }
         let fill = t.elapsed().as_nanos() as f64 / ops as f64;
         let t = Instant::now();
         for &k in &stream {
             let g = p.guard();
             let e = p.get(&k, &g).unwrap();
-            let c = e.header[0].load(Ordering::Relaxed) as usize % N;
-            let v = e.slots[c].load(Ordering::Acquire);
-            let _ = e.slots[c].compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire);
+            decide(&e.header[0], &e.slots);
         }
         let hit = t.elapsed().as_nanos() as f64 / ops as f64;
         let n0 = p.len();
@@ -64,18 +69,14 @@ fn main() {
         for &k in &stream {
             let g = scc::ebr::Guard::new();
             let e = match s.peek(&k, &g) { Some(e) => e, None => { let _ = s.insert(k, arc_slots()); s.peek(&k, &g).unwrap() } };
-            let c = e[0].load(Ordering::Relaxed) as usize % N;
-            let v = e[3 + c].load(Ordering::Acquire);
-            let _ = e[3 + c].compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire);
+            decide(&e[0], &e[3..]);
         }
         let fill = t.elapsed().as_nanos() as f64 / ops as f64;
         let t = Instant::now();
         for &k in &stream {
             let g = scc::ebr::Guard::new();
             let e = s.peek(&k, &g).unwrap();
-            let c = e[0].load(Ordering::Relaxed) as usize % N;
-            let v = e[3 + c].load(Ordering::Acquire);
-            let _ = e[3 + c].compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire);
+            decide(&e[0], &e[3..]);
         }
         let hit = t.elapsed().as_nanos() as f64 / ops as f64;
         let n0 = s.len();
@@ -87,17 +88,13 @@ fn main() {
         let t = Instant::now();
         for &k in &stream {
             let e = match d.get(&k) { Some(e) => e, None => d.entry(k).or_insert_with(entry).downgrade() };
-            let c = e.header[0].load(Ordering::Relaxed) as usize % N;
-            let v = e.slots[c].load(Ordering::Acquire);
-            let _ = e.slots[c].compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire);
+            decide(&e.header[0], &e.slots);
         }
         let fill = t.elapsed().as_nanos() as f64 / ops as f64;
         let t = Instant::now();
         for &k in &stream {
             let e = d.get(&k).unwrap();
-            let c = e.header[0].load(Ordering::Relaxed) as usize % N;
-            let v = e.slots[c].load(Ordering::Acquire);
-            let _ = e.slots[c].compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire);
+            decide(&e.header[0], &e.slots);
         }
         let hit = t.elapsed().as_nanos() as f64 / ops as f64;
         let n0 = d.len();
