@@ -1,0 +1,205 @@
+//! The exact log in atomics: admissions are CASes on slots, never a lock; a sweeper removes
+//! a ring by sealing its slots ([`seal`]).
+
+mod seal;
+
+use super::algorithm::{allowed, check_and_hit, fresh_from_newest, hit, status};
+use super::{capacity_of, slot_is_live, RingCells, EMPTY, SEALED};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::window::{AtomicWindow, Retired, Status};
+use crate::Limit;
+
+/// The exact log in atomics: admissions are CASes on slots, never a lock.
+///
+/// The header is what the decision reads before its slot: the slots' address and length,
+/// the window length, the cursor and `blocked_until` (40 bytes, no padding: it shares the key
+/// map's node with the key, so one line brings both).
+#[derive(Debug)]
+pub struct AtomicRing {
+    slots: Box<[AtomicU64]>,
+    window_ticks: u64,
+    /// Every call below this tick is refused: a bound derived from slot values read.
+    blocked_until: AtomicU64,
+    /// Index of the slot to probe first (in order, the oldest). A hint only. `u32`: the
+    /// capacity is at most 2^24 (`Limit` caps it).
+    cursor: AtomicU32,
+    /// Slot CASes lost to another thread, counted on the retry path only: lets the stress
+    /// tests show that contention really exercised it. Only in debug builds (the tests), so
+    /// a release build's keys do not pay 8 bytes each for it; not modelled under loom.
+    #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+    lost_races: std::sync::atomic::AtomicU64,
+}
+
+impl AtomicRing {
+    /// An empty ring for `limit`.
+    #[must_use]
+    pub fn new(limit: Limit) -> Self {
+        Self {
+            slots: (0..capacity_of(limit))
+                .map(|_| AtomicU64::new(EMPTY))
+                .collect(),
+            window_ticks: limit.window_ticks(),
+            cursor: AtomicU32::new(0),
+            blocked_until: AtomicU64::new(0),
+            #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+            lost_races: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// How many slot CASes this ring lost to another thread (each was retried), in debug
+    /// builds; `None` in release and loom builds, which do not count them.
+    #[must_use]
+    pub fn lost_races(&self) -> Option<u64> {
+        #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+        {
+            // Relaxed: a statistic read after the racing threads were joined.
+            Some(self.lost_races.load(std::sync::atomic::Ordering::Relaxed))
+        }
+        #[cfg(not(all(debug_assertions, not(slidelimit_loom))))]
+        {
+            None
+        }
+    }
+
+    /// The raw slot values (tick + 1, 0 for empty, `u64::MAX` sealed), for quiescent checks
+    /// in tests and models.
+    #[must_use]
+    pub fn slot_values(&self) -> Vec<u64> {
+        // Acquire: pairs with the slot CASes, so a quiescent reader sees their values.
+        self.slots
+            .iter()
+            .map(|slot| slot.load(Ordering::Acquire))
+            .collect()
+    }
+
+    /// The current `blocked_until` hint, for quiescent checks in tests and models.
+    #[must_use]
+    pub fn blocked_until_hint(&self) -> u64 {
+        // Acquire: pairs with the AcqRel fetch_max that raised it.
+        self.blocked_until.load(Ordering::Acquire)
+    }
+}
+
+/// One call's view of an [`AtomicRing`]: the slots' address and length and the window length
+/// copied into locals once, so the probe loop keeps them in registers (through `&AtomicRing`
+/// every slot load, an `Acquire`, would make the compiler reload them).
+struct AtomicCells<'a> {
+    ring: &'a AtomicRing,
+    slots: &'a [AtomicU64],
+    window_ticks: u64,
+}
+
+impl<'a> AtomicCells<'a> {
+    #[inline]
+    fn of(ring: &'a AtomicRing) -> Self {
+        Self {
+            ring,
+            slots: &ring.slots,
+            window_ticks: ring.window_ticks,
+        }
+    }
+}
+
+impl RingCells for AtomicCells<'_> {
+    const SEALABLE: bool = true;
+    #[inline]
+    fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+    #[inline]
+    fn window_ticks(&self) -> u64 {
+        self.window_ticks
+    }
+    #[inline]
+    fn slot(&self, index: usize) -> u64 {
+        // Acquire: pairs with the AcqRel slot CASes, so a refusal happens-after the writes
+        // of the hits it counted.
+        self.slots[index].load(Ordering::Acquire)
+    }
+    #[inline]
+    fn replace_slot(&mut self, index: usize, current: u64, new: u64) -> Result<(), u64> {
+        let cell = &self.slots[index];
+        if cfg!(slidelimit_loom_mutant = "ring_store_not_cas") {
+            // Deliberately broken for the loom negative control: load-then-store.
+            // Relaxed: the mutant is wrong whatever the ordering.
+            cell.store(new, Ordering::Relaxed);
+            return Ok(());
+        }
+        // Success AcqRel: Release publishes the admitted hit to later slot loads (refusals,
+        // the sweeper's seal); Acquire orders it after the value it replaces. Failure
+        // Acquire: the value found is re-examined like a fresh slot load.
+        let result = cell
+            .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ());
+        #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+        if result.is_err() {
+            // Relaxed: a statistic; only the retry path pays for it.
+            self.ring
+                .lost_races
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        result
+    }
+    #[inline]
+    fn cursor(&self) -> usize {
+        // Relaxed: a probe-order hint; no decision rests on it.
+        let index = self.ring.cursor.load(Ordering::Relaxed) as usize;
+        if index < self.slots.len() {
+            index
+        } else {
+            0
+        }
+    }
+    #[inline]
+    fn set_cursor(&mut self, index: usize) {
+        // Relaxed: a hint; a plain store (not an RMW) keeps the hot path to one RMW.
+        // index < capacity <= 2^24, so it fits.
+        self.ring.cursor.store(index as u32, Ordering::Relaxed);
+    }
+    #[inline]
+    fn blocked_until(&self) -> u64 {
+        // Acquire: pairs with the AcqRel fetch_max in raise_blocked_until, so a refusal on
+        // the bound happens-after the slot reads that justified it.
+        self.ring.blocked_until.load(Ordering::Acquire)
+    }
+    #[inline]
+    fn raise_blocked_until(&mut self, tick: u64) {
+        // AcqRel: Release publishes the slot reads behind the bound to readers of the load
+        // above; fetch_max keeps the bound monotone, so a stale one never lowers it. Only a
+        // refusal that scanned every slot gets here, never an admission.
+        self.ring.blocked_until.fetch_max(tick, Ordering::AcqRel);
+    }
+}
+
+impl AtomicWindow for AtomicRing {
+    #[inline]
+    fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired> {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        hit(&mut AtomicCells::of(self), now)
+    }
+    #[inline]
+    fn check_and_hit_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        check_and_hit(&mut AtomicCells::of(self), now)
+    }
+    #[inline]
+    fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        allowed(&AtomicCells::of(self), now)
+    }
+    fn status(&self, now: u64) -> Result<Status, Retired> {
+        status(&AtomicCells::of(self), now)
+    }
+    fn try_seal(&self, horizon: u64) -> Option<u64> {
+        // A look at the slot written last first: most entries a sweep visits are live, and
+        // in time order that slot holds the newest hit. The seal judges every slot itself.
+        let cells = AtomicCells::of(self);
+        let capacity = cells.capacity();
+        let newest_written = cells.slot((cells.cursor() + capacity - 1) % capacity);
+        if newest_written == SEALED || slot_is_live(newest_written, self.window_ticks, horizon) {
+            return None;
+        }
+        let newest = self.seal(horizon)?;
+        Some(fresh_from_newest(newest, self.window_ticks))
+    }
+}
