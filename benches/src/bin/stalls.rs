@@ -92,7 +92,8 @@ fn main() -> ExitCode {
          windows (window plus the default lateness) and the automatic sweep removes them (its \
          walks show).\n"
     );
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest.parent().unwrap_or(manifest);
     let _ = writeln!(
         out,
         "| | |\n|---|---|\n| CPU | {} ({} cores) |\n| commit | {} |\n| command | \
