@@ -100,7 +100,7 @@ fn main() -> ExitCode {
          `cargo run --release -p slidelimit-bench --bin stalls -- {keys}` |\n",
         provenance::cpu_model(),
         std::thread::available_parallelism().map_or(0, usize::from),
-        provenance::git_commit(&root, &["crates", "benches"]),
+        provenance::git_commit(root, &["crates", "benches"]),
     );
     let _ = writeln!(
         out,
@@ -111,12 +111,18 @@ fn main() -> ExitCode {
         let limit = Limit::new(32, window_ticks).expect("a valid limit");
         let cells: [(&str, Latencies); 4] = [
             ("lock-free", run(&LockFreeLimiter::<u64>::new(limit), keys)),
-            ("per-key-lock", run(&PerKeyLockLimiter::<u64>::new(limit), keys)),
+            (
+                "per-key-lock",
+                run(&PerKeyLockLimiter::<u64>::new(limit), keys),
+            ),
             ("mutex", run(&MutexLimiter::<u64>::new(limit), keys)),
             ("rwlock", run(&RwLockLimiter::<u64>::new(limit), keys)),
         ];
         for (name, lat) in &cells {
-            eprintln!("{shape} · {name}: max {} µs", lat.sorted_ns[lat.sorted_ns.len() - 1] / 1000);
+            eprintln!(
+                "{shape} · {name}: max {} µs",
+                lat.sorted_ns[lat.sorted_ns.len() - 1] / 1000
+            );
             row(&mut out, shape, name, lat);
         }
     }
