@@ -1,7 +1,7 @@
 //! Unit tests of the exact log's arithmetic and of the two storages taking the same slots.
 
 use super::*;
-use crate::window::{AtomicWindow, SequentialWindow, MAX_TICK};
+use crate::window::{AtomicWindow, Retired, SequentialWindow, MAX_TICK};
 
 fn ring(max: u64, window: u64) -> SequentialRing {
     SequentialRing::new(Limit::new(max, window).unwrap())
@@ -106,4 +106,53 @@ fn atomic_and_sequential_take_the_same_slots() {
         }
         assert_eq!(seq.slots.to_vec(), atomic.slot_values());
     }
+}
+
+/// A ring of more slots than a seal keeps on its stack, with one live hit past that point:
+/// the seal takes the first 80 slots, meets the live one, and must give every value back,
+/// the spilled ones included.
+#[test]
+fn a_seal_given_back_restores_every_slot_beyond_the_stack_buffer() {
+    let limit = Limit::new(100, 10).unwrap();
+    let ring = AtomicRing::new(limit);
+    for t in 1..=80 {
+        assert_eq!(ring.check_and_hit_n(t, 1), Ok(true));
+    }
+    ring.hit_n(1000, 1).unwrap(); // into slot 80, the first empty one
+    for t in 81..=99 {
+        assert_eq!(ring.check_and_hit_n(t, 1), Ok(true));
+    }
+    let before = ring.slot_values();
+    assert_eq!(before[80], encode(1000));
+    assert_eq!(
+        ring.try_seal(500),
+        None,
+        "the hit at 1000 is live for a sweep at 500"
+    );
+    assert_eq!(
+        ring.slot_values(),
+        before,
+        "every sealed value is given back"
+    );
+    assert_eq!(
+        ring.check_and_hit_n(1005, 1),
+        Ok(true),
+        "the ring still decides"
+    );
+}
+
+/// A ring of more slots than the stack buffer, all expired: the seal takes every slot, says
+/// from when the ring was fresh, and every later operation is told to look the key up again.
+#[test]
+fn a_full_seal_of_a_large_ring_retires_it() {
+    let ring = AtomicRing::new(Limit::new(100, 10).unwrap());
+    for t in 1..=100 {
+        assert_eq!(ring.check_and_hit_n(t, 1), Ok(true));
+    }
+    assert_eq!(ring.try_seal(200), Some(110), "the newest hit (100) + W");
+    assert!(ring.slot_values().iter().all(|&value| value == SEALED));
+    assert_eq!(ring.check_and_hit_n(300, 1), Err(Retired));
+    assert_eq!(ring.hit_n(300, 1), Err(Retired));
+    assert_eq!(ring.allowed_n(300, 1), Err(Retired));
+    assert_eq!(ring.try_seal(400), None, "sealed once only");
 }
