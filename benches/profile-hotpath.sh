@@ -16,8 +16,9 @@ bin=target/release/hotpath
 {
     echo "# The hot path, counted"
     echo
-    echo "One \`check_and_hit\` on a hot key, admitting (1000 per 1000 ticks, one tick per call) and"
-    echo "refusing (a full window of 10), $calls calls each after a warm-up, counted by callgrind"
+    echo "One \`check_and_hit\` on a hot key, admitting (1000 per 1000 ticks, one tick per call; the"
+    echo "rolling buckets, which count up to 1.25 windows, get 2000) and refusing (a full window of"
+    echo "10), $calls calls each after a warm-up, counted by callgrind"
     echo "(\`--toggle-collect\` on the measured loop, so set-up is not counted). Counts are exact"
     echo "and do not depend on the machine's load; cache misses are not meaningful on one hot key"
     echo "(everything is in L1), so see \`comparison.md\` for time."
@@ -34,7 +35,7 @@ bin=target/release/hotpath
     echo "|---|---|---:|---:|---:|"
 } > results/hotpath.md
 
-for variant in lock-free mutex; do
+for variant in lock-free lock-free-buckets mutex; do
     for case in admit refuse; do
         file="$out/callgrind-$variant-$case.out"
         valgrind --tool=callgrind --cache-sim=yes --toggle-collect='hotpath::measured*' \
@@ -49,7 +50,7 @@ for variant in lock-free mutex; do
 done
 rm -f "$out/valgrind.log"
 
-for variant in lock-free mutex; do
+for variant in lock-free lock-free-buckets mutex; do
     for case in admit refuse; do
         {
             echo

@@ -11,10 +11,10 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 
-use slidelimit::{Limit, LockFreeLimiter, RateLimiter};
+use slidelimit::{Limit, LockFreeLimiter, RateLimiter, RollingBuckets};
 use slidelimit_mutex::MutexLimiter;
 
-const USAGE: &str = "usage: hotpath <lock-free|mutex> <admit|refuse> [calls]";
+const USAGE: &str = "usage: hotpath <lock-free|lock-free-buckets|mutex> <admit|refuse> [calls]";
 
 /// Which calls the measured loop makes.
 #[derive(Clone, Copy)]
@@ -30,6 +30,16 @@ impl Case {
     fn limit(self) -> Limit {
         let limit = match self {
             Self::Admit => Limit::new(1000, 1000),
+            Self::Refuse => Limit::new(10, 1_000_000),
+        };
+        limit.expect("valid limits")
+    }
+
+    /// The rolling buckets count up to `(L + 1)` buckets more than the window (here 1.25 W),
+    /// so the admitting case gives them twice the exact log's limit to stay admitting.
+    fn bucketed_limit(self) -> Limit {
+        let limit = match self {
+            Self::Admit => Limit::new(2000, 1000),
             Self::Refuse => Limit::new(10, 1_000_000),
         };
         limit.expect("valid limits")
@@ -101,6 +111,15 @@ fn main() -> ExitCode {
     };
     let admitted = match variant {
         "lock-free" => run(&LockFreeLimiter::<u64>::new(case.limit()), case, calls),
+        "lock-free-buckets" => {
+            match LockFreeLimiter::<u64, RollingBuckets>::bucketed(case.bucketed_limit(), 8) {
+                Ok(limiter) => run(&limiter, case, calls),
+                Err(error) => {
+                    eprintln!("{error}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
         "mutex" => run(&MutexLimiter::<u64>::new(case.limit()), case, calls),
         other => {
             eprintln!("unknown variant {other:?}; {USAGE}");
