@@ -15,23 +15,42 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-fn mix(mut x: u64) -> u64 { x ^= x >> 33; x = x.wrapping_mul(0xff51afd7ed558ccd); x ^= x >> 33; x = x.wrapping_mul(0xc4ceb9fe1a85ec53); x ^ (x >> 33) }
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ceb9fe1a85ec53);
+    x ^ (x >> 33)
+}
 
 type H = foldhash::fast::RandomState;
 const N: usize = 32;
 
-struct Entry { header: [AtomicU64; 3], slots: Box<[AtomicU64]> }
-fn entry() -> Entry { Entry { header: Default::default(), slots: (0..N).map(|_| AtomicU64::new(0)).collect() } }
+struct Entry {
+    header: [AtomicU64; 3],
+    slots: Box<[AtomicU64]>,
+}
+fn entry() -> Entry {
+    Entry {
+        header: Default::default(),
+        slots: (0..N).map(|_| AtomicU64::new(0)).collect(),
+    }
+}
 /// What a decision does once the map has found the key's state: read the cursor, load the
 /// slot it names and CAS it, as the limiter's admission does.
 #[inline]
 fn decide(cursor: &AtomicU64, slots: &[AtomicU64]) {
+    // The limiter's orderings: a Relaxed cursor hint, an Acquire slot load, an AcqRel CAS.
     let c = cursor.load(Ordering::Relaxed) as usize % N;
+    // Acquire: as the limiter's slot load (pairs with the CAS below on other keys' calls).
     let v = slots[c].load(Ordering::Acquire);
+    // AcqRel / Acquire: as the limiter's admission CAS; the result is not used.
     let _ = slots[c].compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire);
 }
 
-fn arc_slots() -> Arc<[AtomicU64]> { (0..N + 3).map(|_| AtomicU64::new(0)).collect() }
+fn arc_slots() -> Arc<[AtomicU64]> {
+    (0..N + 3).map(|_| AtomicU64::new(0)).collect()
+}
 
 fn main() {
     let keys: usize = std::env::args().nth(1).unwrap().parse().unwrap();
@@ -39,11 +58,19 @@ fn main() {
     let stream: Vec<u64> = (0..ops as u64).map(|i| mix(mix(i) % keys as u64)).collect();
     for round in 0..3 {
         // papaya, value inline entry (node + slots box)
-        let p: papaya::HashMap<u64, Entry, H> = papaya::HashMap::builder().hasher(H::default()).resize_mode(papaya::ResizeMode::Blocking).build();
+        let p: papaya::HashMap<u64, Entry, H> = papaya::HashMap::builder()
+            .hasher(H::default())
+            .resize_mode(papaya::ResizeMode::Blocking)
+            .build();
         let t = Instant::now();
         for &k in &stream {
             let g = p.guard();
-            let e = match p.get(&k, &g) { Some(e) => e, None => match p.try_insert_with(k, entry, &g) { Ok(e) | Err(e) => e } };
+            let e = match p.get(&k, &g) {
+                Some(e) => e,
+                None => match p.try_insert_with(k, entry, &g) {
+                    Ok(e) | Err(e) => e,
+                },
+            };
             decide(&e.header[0], &e.slots);
         }
         let fill = t.elapsed().as_nanos() as f64 / ops as f64;
@@ -58,7 +85,17 @@ fn main() {
         let t = Instant::now();
         let g = p.guard();
         let mut removed = 0;
-        for (k, e) in p.iter(&g) { if e.header[1].load(Ordering::Relaxed) == 0 { if matches!(p.remove_if(k, |_, cur| std::ptr::eq(cur, e), &g), Ok(Some(_))) { removed += 1; } } }
+        // Relaxed: one thread; the flag is never written, so every key is removed.
+        for (k, e) in p.iter(&g) {
+            if e.header[1].load(Ordering::Relaxed) == 0 {
+                if matches!(
+                    p.remove_if(k, |_, cur| std::ptr::eq(cur, e), &g),
+                    Ok(Some(_))
+                ) {
+                    removed += 1;
+                }
+            }
+        }
         drop(g);
         let sweep = t.elapsed().as_nanos() as f64 / n0.max(1) as f64;
         println!("round {round} keys {keys}: papaya     create-or-get {fill:6.1} ns  get {hit:6.1} ns  sweep/key {sweep:6.1} ns (removed {removed})");
@@ -68,7 +105,13 @@ fn main() {
         let t = Instant::now();
         for &k in &stream {
             let g = scc::ebr::Guard::new();
-            let e = match s.peek(&k, &g) { Some(e) => e, None => { let _ = s.insert(k, arc_slots()); s.peek(&k, &g).unwrap() } };
+            let e = match s.peek(&k, &g) {
+                Some(e) => e,
+                None => {
+                    let _ = s.insert(k, arc_slots());
+                    s.peek(&k, &g).unwrap()
+                }
+            };
             decide(&e[0], &e[3..]);
         }
         let fill = t.elapsed().as_nanos() as f64 / ops as f64;
@@ -81,13 +124,17 @@ fn main() {
         let hit = t.elapsed().as_nanos() as f64 / ops as f64;
         let n0 = s.len();
         let t = Instant::now();
+        // Relaxed: one thread; the flag is never written, so every key is removed.
         s.retain(|_, e| e[1].load(Ordering::Relaxed) != 0);
         let sweep = t.elapsed().as_nanos() as f64 / n0.max(1) as f64;
         println!("round {round} keys {keys}: scc index  create-or-get {fill:6.1} ns  get {hit:6.1} ns  sweep/key {sweep:6.1} ns (left {})", s.len());
         let d: dashmap::DashMap<u64, Entry, H> = dashmap::DashMap::with_hasher(H::default());
         let t = Instant::now();
         for &k in &stream {
-            let e = match d.get(&k) { Some(e) => e, None => d.entry(k).or_insert_with(entry).downgrade() };
+            let e = match d.get(&k) {
+                Some(e) => e,
+                None => d.entry(k).or_insert_with(entry).downgrade(),
+            };
             decide(&e.header[0], &e.slots);
         }
         let fill = t.elapsed().as_nanos() as f64 / ops as f64;
@@ -99,6 +146,7 @@ fn main() {
         let hit = t.elapsed().as_nanos() as f64 / ops as f64;
         let n0 = d.len();
         let t = Instant::now();
+        // Relaxed: one thread; the flag is never written, so every key is removed.
         d.retain(|_, e| e.header[1].load(Ordering::Relaxed) != 0);
         let sweep = t.elapsed().as_nanos() as f64 / n0.max(1) as f64;
         println!("round {round} keys {keys}: dashmap    create-or-get {fill:6.1} ns  get {hit:6.1} ns  sweep/key {sweep:6.1} ns");

@@ -65,9 +65,9 @@ impl AtomicRing {
     /// in tests and models.
     #[must_use]
     pub fn slot_values(&self) -> Vec<u64> {
-        // Acquire: pairs with the slot CASes, so a quiescent reader sees their values.
         self.slots
             .iter()
+            // Acquire: pairs with the slot CASes, so a quiescent reader sees their values.
             .map(|slot| slot.load(Ordering::Acquire))
             .collect()
     }
@@ -133,10 +133,9 @@ impl RingCells for AtomicCells<'_> {
             .map(|_| ());
         #[cfg(all(debug_assertions, not(slidelimit_loom)))]
         if result.is_err() {
+            let lost_races = &self.ring.lost_races;
             // Relaxed: a statistic; only the retry path pays for it.
-            self.ring
-                .lost_races
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            lost_races.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         result
     }
