@@ -33,12 +33,13 @@ const ENOUGH: usize = 5;
 /// What one writer got: admitted, refused, or sent to look the key up again.
 type Answer = Result<bool, Retired>;
 
-/// One round: a ring holding the prefix, `WRITERS` writers and one sealer, released together.
-fn round() -> (Vec<Answer>, Option<u64>, AtomicRing) {
-    let ring = AtomicRing::new(limit(MAX_REQUESTS, WINDOW_TICKS));
-    for now in 1..=PREFIX {
-        assert_eq!(ring.check_and_hit_n(now, 1), Ok(true));
-    }
+/// Releases `WRITERS` writers (writer `i` calls `write(i)`) and one sealer (`seal()`) together
+/// on `window`, and returns the writers' answers and the sealer's result.
+fn race_seal<W: AtomicWindow>(
+    window: &W,
+    write: impl Fn(&W, u64) -> Answer + Sync,
+    seal: impl FnOnce(&W) -> Option<u64> + Send,
+) -> (Vec<Answer>, Option<u64>) {
     let ready = AtomicUsize::new(0);
     let start = |ready: &AtomicUsize| {
         // AcqRel/Acquire: a start line; the answers travel through the joins.
@@ -47,26 +48,39 @@ fn round() -> (Vec<Answer>, Option<u64>, AtomicRing) {
             thread::yield_now();
         }
     };
-    let (answers, sealed) = thread::scope(|scope| {
+    thread::scope(|scope| {
         let writers: Vec<_> = (0..WRITERS as u64)
             .map(|writer| {
-                let (ring, ready) = (&ring, &ready);
+                let (ready, write, start) = (&ready, &write, &start);
                 scope.spawn(move || {
                     start(ready);
-                    ring.check_and_hit_n(FIRST_WRITE + writer, 1)
+                    write(window, writer)
                 })
             })
             .collect();
         let sealer = scope.spawn(|| {
             start(&ready);
-            ring.try_seal(HORIZON)
+            seal(window)
         });
         let answers: Vec<Answer> = writers
             .into_iter()
             .map(|writer| writer.join().expect("writer panicked"))
             .collect();
         (answers, sealer.join().expect("sealer panicked"))
-    });
+    })
+}
+
+/// One round: a ring holding the prefix, `WRITERS` writers and one sealer, released together.
+fn round() -> (Vec<Answer>, Option<u64>, AtomicRing) {
+    let ring = AtomicRing::new(limit(MAX_REQUESTS, WINDOW_TICKS));
+    for now in 1..=PREFIX {
+        assert_eq!(ring.check_and_hit_n(now, 1), Ok(true));
+    }
+    let (answers, sealed) = race_seal(
+        &ring,
+        |ring, writer| ring.check_and_hit_n(FIRST_WRITE + writer, 1),
+        |ring| ring.try_seal(HORIZON),
+    );
     (answers, sealed, ring)
 }
 
@@ -138,34 +152,11 @@ fn a_bucket_seal_racing_writers_never_loses_an_admitted_weight() {
         let buckets = AtomicBuckets::new(window);
         // Weight at tick 1: expired for the horizon. The writers at 95.. are live for it.
         assert_eq!(buckets.check_and_hit_n(1, 1), Ok(true));
-        let ready = AtomicUsize::new(0);
-        let start = |ready: &AtomicUsize| {
-            // AcqRel/Acquire: a start line; the answers travel through the joins.
-            ready.fetch_add(1, Ordering::AcqRel);
-            while ready.load(Ordering::Acquire) <= WRITERS {
-                thread::yield_now();
-            }
-        };
-        let (answers, sealed) = thread::scope(|scope| {
-            let writers: Vec<_> = (0..WRITERS as u64)
-                .map(|writer| {
-                    let (buckets, ready) = (&buckets, &ready);
-                    scope.spawn(move || {
-                        start(ready);
-                        buckets.check_and_hit_n(95 + writer, 1)
-                    })
-                })
-                .collect();
-            let sealer = scope.spawn(|| {
-                start(&ready);
-                buckets.try_seal(HORIZON)
-            });
-            let answers: Vec<Answer> = writers
-                .into_iter()
-                .map(|writer| writer.join().expect("writer panicked"))
-                .collect();
-            (answers, sealer.join().expect("sealer panicked"))
-        });
+        let (answers, sealed) = race_seal(
+            &buckets,
+            |buckets, writer| buckets.check_and_hit_n(95 + writer, 1),
+            |buckets| buckets.try_seal(HORIZON),
+        );
         let admitted = answers.iter().filter(|&&answer| answer == Ok(true)).count() as u64;
         match sealed {
             Some(fresh_from) => {
