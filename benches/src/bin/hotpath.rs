@@ -27,19 +27,12 @@ enum Case {
 }
 
 impl Case {
-    fn limit(self) -> Limit {
+    /// The limit the case runs under. The rolling buckets count up to `(L + 1)` buckets more
+    /// than the window (here 1.25 W), so the admitting case gives them twice the exact log's
+    /// limit to stay admitting.
+    fn limit(self, bucketed: bool) -> Limit {
         let limit = match self {
-            Self::Admit => Limit::new(1000, 1000),
-            Self::Refuse => Limit::new(10, 1_000_000),
-        };
-        limit.expect("valid limits")
-    }
-
-    /// The rolling buckets count up to `(L + 1)` buckets more than the window (here 1.25 W),
-    /// so the admitting case gives them twice the exact log's limit to stay admitting.
-    fn bucketed_limit(self) -> Limit {
-        let limit = match self {
-            Self::Admit => Limit::new(2000, 1000),
+            Self::Admit => Limit::new(if bucketed { 2000 } else { 1000 }, 1000),
             Self::Refuse => Limit::new(10, 1_000_000),
         };
         limit.expect("valid limits")
@@ -110,9 +103,9 @@ fn main() -> ExitCode {
         }
     };
     let admitted = match variant {
-        "lock-free" => run(&LockFreeLimiter::<u64>::new(case.limit()), case, calls),
+        "lock-free" => run(&LockFreeLimiter::<u64>::new(case.limit(false)), case, calls),
         "lock-free-buckets" => {
-            match LockFreeLimiter::<u64, RollingBuckets>::bucketed(case.bucketed_limit(), 8) {
+            match LockFreeLimiter::<u64, RollingBuckets>::bucketed(case.limit(true), 8) {
                 Ok(limiter) => run(&limiter, case, calls),
                 Err(error) => {
                     eprintln!("{error}");
@@ -120,7 +113,7 @@ fn main() -> ExitCode {
                 }
             }
         }
-        "mutex" => run(&MutexLimiter::<u64>::new(case.limit()), case, calls),
+        "mutex" => run(&MutexLimiter::<u64>::new(case.limit(false)), case, calls),
         other => {
             eprintln!("unknown variant {other:?}; {USAGE}");
             return ExitCode::FAILURE;
