@@ -6,38 +6,51 @@
 //! for one lock over a plain map).
 //!
 //! # Removal watermarks
-//! A sweep at `now_s` removes a key only when its state is fresh (equal to an empty window) for
-//! every call at or after `now_s - D`, `D` being the lateness tolerance. Removing it forgets
-//! hits that a later call with an older timestamp would still have to count, so before the key
-//! can be re-created the sweep raises a *removal watermark* to the tick from which the removed
-//! state was fresh; `allowed` and `check_and_hit` below it are refused (a documented false
-//! negative), `hit` always records. Watermarks are kept per key hash in a small fixed table,
-//! not one global value: a collision only refuses more, and one far-future timestamp that
-//! drives a sweep cannot make every later call refused (see [`Options`]). A re-created key
-//! copies its watermark into its new state, so the hot path reads it from the entry it
-//! already holds instead of hashing the key again.
+//! A sweep removes a key only when its state is fresh (equal to an empty window) from a tick
+//! at or below the *removal floor*, which it first raises to its `now - D` (`D` the lateness
+//! tolerance), but never past what the limiter has observed as real time ([`floor`]). A key
+//! re-created after a removal answers with the floor it finds, so `allowed` and
+//! `check_and_hit` below it are refused (a documented false negative: they may have needed the
+//! forgotten hits); `hit` always records. A key never seen, or not removed, is refused only
+//! below the floor, which a far-future timestamp cannot raise. The entry keeps the floor it
+//! resolved, so the hot path reads it from the entry it already holds.
+//!
+//! # Shards and sweep steps
+//! Keys are spread over [`Options::key_shards`] shards by their hash. A shard grows on its own
+//! (a resize copies one shard, not the map), and the automatic sweep visits one shard per
+//! key-creating call ([`schedule`]): no call pays for the whole map. `remove_idle` sweeps
+//! every shard on the caller's thread, for users who want removal off the request path.
 
 pub mod concurrent;
+pub mod floor;
 mod map;
+mod schedule;
 pub mod sequential;
 
 use std::hash::{BuildHasher, Hash};
 
-use crate::sync::{AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 use crate::window::{Window, MAX_TICK};
+use floor::RemovalFloor;
+use schedule::SweepSchedule;
 
 /// How a limiter manages its keys. Build with [`Options::default`] and the setters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
     lateness_ticks: Option<u64>,
     sweep_floor_keys: usize,
+    key_shards: usize,
 }
+
+/// The default of [`Options::key_shards`].
+pub const DEFAULT_KEY_SHARDS: usize = 256;
 
 impl Default for Options {
     fn default() -> Self {
         Self {
             lateness_ticks: None,
             sweep_floor_keys: 4096,
+            key_shards: DEFAULT_KEY_SHARDS,
         }
     }
 }
@@ -60,12 +73,42 @@ impl Options {
         self.sweep_floor_keys = keys;
         self
     }
+
+    /// How many shards the key map is split into, rounded up to a power of two (at least
+    /// 1). A shard's table grows by itself, and the automatic sweep visits one shard per
+    /// key-creating call, so the longest pause any call takes for the map is about
+    /// `tracked keys / key_shards` entries' worth of work. Shards are created on first use.
+    /// Default [`DEFAULT_KEY_SHARDS`].
+    #[must_use]
+    pub const fn key_shards(mut self, shards: usize) -> Self {
+        self.key_shards = shards;
+        self
+    }
+
+    fn shard_count(&self) -> usize {
+        let shards = if self.key_shards == 0 {
+            1
+        } else {
+            self.key_shards
+        };
+        match shards.checked_next_power_of_two() {
+            Some(count) => count.min(1 << 16),
+            None => 1 << 16,
+        }
+    }
 }
 
-/// The hasher of the key maps and the watermark table: foldhash, randomly seeded once per
-/// process, so attacker-chosen keys cannot aim at one bucket, while every limiter in the
-/// process hashes alike and so shares watermark-slot collisions: that keeps the variants'
-/// answers identical on any trace, removals included.
+/// The shard of a key with hash `hash`, of `shards` (a power of two). Bits 32 and up: the
+/// shards' tables index with the low bits and tag with the top seven.
+#[inline]
+pub(crate) fn shard_index(hash: u64, shards: usize) -> usize {
+    (hash >> 32) as usize & (shards - 1)
+}
+
+/// The hasher of the key maps and their shards: foldhash, randomly seeded once per process,
+/// so attacker-chosen keys cannot aim at one bucket, while every limiter in the process
+/// shards alike: that keeps the variants' sweep steps, and so their answers, identical on any
+/// trace.
 #[cfg(not(slidelimit_loom))]
 pub(crate) type KeyHasher = foldhash::fast::RandomState;
 /// Under loom the seed is fixed, so that every explored execution walks the map alike.
@@ -83,49 +126,14 @@ fn process_hasher() -> KeyHasher {
     KeyHasher::default()
 }
 
-/// Slots in the removal-watermark table (a power of two; 8 KiB).
-const WATERMARK_SLOTS: usize = 1024;
-
-/// Per-key-hash removal watermarks (see the module docs).
-struct Watermarks {
-    slots: Box<[AtomicU64]>,
-}
-
-impl Watermarks {
-    fn new() -> Self {
-        Self {
-            slots: (0..WATERMARK_SLOTS).map(|_| AtomicU64::new(0)).collect(),
-        }
-    }
-
-    #[inline]
-    fn slot(&self, key_hash: u64) -> &AtomicU64 {
-        // The high bits: the maps index their tables with the low ones.
-        &self.slots[(key_hash >> (64 - WATERMARK_SLOTS.trailing_zeros())) as usize]
-    }
-
-    #[inline]
-    fn get(&self, key_hash: u64) -> u64 {
-        // Acquire: pairs with the AcqRel fetch_max in `raise`, which a sweep runs before it
-        // retires the entry; a caller that saw the retirement (or the removal) sees this.
-        self.slot(key_hash).load(Ordering::Acquire)
-    }
-
-    fn raise(&self, key_hash: u64, tick: u64) {
-        // AcqRel: Release publishes the raise before the retire/removal that follows it;
-        // fetch_max keeps watermarks monotone under concurrent sweeps.
-        self.slot(key_hash).fetch_max(tick, Ordering::AcqRel);
-    }
-}
-
-/// The removal watermark an entry answers with: its key's watermark, read once, lazily, by
-/// the first caller that reaches the entry through the map.
+/// The removal watermark an entry answers with: the removal floor, read once, lazily, by the
+/// first caller that reaches the entry through the map.
 ///
 /// Not when the entry is built: the map may publish a value long after it was built (a
 /// get-or-insert that retries, or a thread descheduled before its insert), and a sweep may
 /// remove an earlier entry of the key and raise the watermark in between. A caller that found
 /// this entry in the map found it after every earlier entry of the key was unlinked, so its
-/// read of the table sees every raise those removals made.
+/// read of the floor sees every raise those removals made.
 ///
 /// | value   | meaning                           |
 /// |---------|-----------------------------------|
@@ -148,7 +156,7 @@ impl EntryWatermark {
     /// The watermark, reading it with `resolve` on first use.
     #[inline]
     pub(crate) fn get_or_resolve(&self, resolve: impl FnOnce() -> u64) -> u64 {
-        // Relaxed: the value is a bound read from the table by a caller that already
+        // Relaxed: the value is a bound read from the floor by a caller that already
         // synchronised with the removals behind it; it publishes no other memory.
         match self.word.load(Ordering::Relaxed) {
             0 => self.resolve(resolve()),
@@ -160,54 +168,46 @@ impl EntryWatermark {
     fn resolve(&self, watermark: u64) -> u64 {
         let stored = watermark.min(MAX_TICK) + 1;
         // Relaxed: see get_or_resolve. fetch_max keeps the highest of racing resolutions (a
-        // later one may include a colliding key's raise: only more conservative).
+        // later one may include a later raise: only more conservative).
         self.word.fetch_max(stored, Ordering::Relaxed).max(stored) - 1
     }
 }
 
-/// When the automatic sweep runs: when the map has doubled since the last one, above a floor.
-struct SweepSchedule {
-    floor_keys: usize,
-    /// The key count that triggers the next sweep; `usize::MAX` while one is running.
-    next_at: AtomicUsize,
+/// A removed key's watermark, kept while it is above the removal floor: a sweep at a `now`
+/// far ahead of the observed time removes keys whose hits a late caller could still need, and
+/// only these keys, not every key, must refuse below the tick they were fresh from.
+#[derive(Debug)]
+pub struct Tombstone {
+    fresh_from: AtomicU64,
 }
 
-impl SweepSchedule {
-    fn new(floor_keys: usize) -> Self {
+impl Tombstone {
+    fn new(fresh_from: u64) -> Self {
         Self {
-            floor_keys,
-            next_at: AtomicUsize::new(floor_keys),
+            fresh_from: AtomicU64::new(fresh_from),
         }
     }
 
-    /// Called after an insert grew the map to `tracked_keys`; true if this caller must sweep.
-    fn claim(&self, tracked_keys: usize) -> bool {
-        // Relaxed: a trigger count; the sweep's safety rests on the seals, not on this.
-        let next_at = self.next_at.load(Ordering::Relaxed);
-        tracked_keys >= next_at
-            && next_at != usize::MAX
-            // Relaxed both ways: the CAS only elects one sweeper; it publishes no data.
-            && self
-                .next_at
-                .compare_exchange(next_at, usize::MAX, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
+    fn fresh_from(&self) -> u64 {
+        // Acquire: pairs with the AcqRel fetch_max in `raise`, run before the unlink of the
+        // entry it stands for.
+        self.fresh_from.load(Ordering::Acquire)
     }
 
-    /// Called by the elected sweeper when it is done, with the keys left.
-    fn finish(&self, tracked_keys: usize) {
-        let next = tracked_keys.saturating_mul(2).max(self.floor_keys);
-        // Relaxed: only the elected sweeper writes here while the trigger is held.
-        self.next_at.store(next, Ordering::Relaxed);
+    fn raise(&self, fresh_from: u64) {
+        // AcqRel: see `fresh_from`; fetch_max keeps the highest of two sweeps' values.
+        self.fresh_from.fetch_max(fresh_from, Ordering::AcqRel);
     }
 }
 
-/// The policy every limiter shares: the window, the lateness tolerance, the watermarks, the
-/// sweep schedule and the key hasher.
+/// The policy every limiter shares: the window, the lateness tolerance, the removal floor,
+/// the sweep schedule, the shard count and the key hasher.
 pub(crate) struct KeyPolicy<W> {
     window: W,
     lateness_ticks: u64,
-    watermarks: Watermarks,
+    floor: RemovalFloor,
     schedule: SweepSchedule,
+    shards: usize,
     hasher: KeyHasher,
 }
 
@@ -216,48 +216,61 @@ impl<W: Window> KeyPolicy<W> {
         let lateness_ticks = options
             .lateness_ticks
             .unwrap_or(window.limit().window_ticks());
+        let shards = options.shard_count();
         Self {
             window,
             lateness_ticks,
-            watermarks: Watermarks::new(),
-            schedule: SweepSchedule::new(options.sweep_floor_keys),
+            floor: RemovalFloor::new(),
+            schedule: SweepSchedule::new(options.sweep_floor_keys, shards),
+            shards,
             hasher: process_hasher(),
         }
     }
 
-    /// The removal watermark of `key` in the table: decisions below it are refused, because a
-    /// sweep forgot hits of this key (or of one sharing its slot) that would still count. A key
-    /// with state reads it once, when its state is first used, and keeps it there.
-    fn watermark_of<K: Hash>(&self, key: &K) -> u64 {
-        self.watermarks.get(self.hasher.hash_one(key))
+    /// The removal floor: decisions below it on a newly created entry are refused.
+    fn floor(&self) -> u64 {
+        self.floor.get()
     }
 
-    /// Records that a sweep removed `key`, whose state was fresh from tick `fresh_from`.
-    /// Must happen before the key can be re-created (before the unlink).
-    fn forget<K: Hash>(&self, key: &K, fresh_from: u64) {
-        self.watermarks.raise(self.hasher.hash_one(key), fresh_from);
+    /// The shard of `key`.
+    fn shard_of<K: Hash>(&self, key: &K) -> usize {
+        shard_index(self.hasher.hash_one(key), self.shards)
     }
 
-    /// The oldest tick a sweep at `now` must still answer exactly for.
-    fn horizon(&self, now: u64) -> u64 {
+    /// Before a sweep at `now`: raises the removal floor and returns it. The sweep leaves a
+    /// tombstone for each key it removes whose state is fresh only from a tick above it.
+    fn removal_floor(&self, now: u64) -> u64 {
+        self.floor.raise_for_sweep(now, self.lateness_ticks)
+    }
+
+    /// The oldest tick a sweep at `now` must still answer exactly for: it removes keys whose
+    /// state is fresh by then.
+    fn idle_horizon(&self, now: u64) -> u64 {
         now.min(MAX_TICK).saturating_sub(self.lateness_ticks)
+    }
+
+    /// The removal watermark of state created now, given the key's tombstone (if any).
+    fn watermark(&self, tombstone: Option<u64>) -> u64 {
+        self.floor().max(tombstone.unwrap_or(0))
+    }
+
+    /// After a call at `now` created a key, with `tracked_keys` now tracked: the shard this
+    /// call must sweep, if the automatic sweep wants one.
+    fn after_creation(&self, now: u64, tracked_keys: usize) -> Option<usize> {
+        self.floor.observe_creation(now);
+        self.schedule.claim(tracked_keys)
     }
 }
 
 impl<W: Window> KeyPolicy<W> {
-    /// `allowed` for a key with no state: an empty window, unless below its watermark.
-    fn allows_unknown_key<K: Hash>(&self, key: &K, now: u64) -> bool {
-        now >= self.watermark_of(key)
-    }
-
     /// `status` for a key with no state: an empty window, as the watermark lets it be seen.
-    fn status_of_unknown_key<K: Hash>(&self, key: &K, now: u64) -> crate::Status {
+    fn status_of_unknown_key(&self, watermark: u64, now: u64) -> crate::Status {
         let empty = crate::Status {
             count: 0,
             remaining: self.window.limit().max_requests(),
             retry_after_ticks: 0,
         };
-        self.clamp_status(empty, self.watermark_of(key), now)
+        self.clamp_status(empty, watermark, now)
     }
 
     /// A status as the decisions see it: nothing remains below the key's watermark.

@@ -64,6 +64,9 @@ pub trait KeyEntry: Send + Sync + 'static {
 /// PerKeyLockLimiter`.
 pub struct ConcurrentKeys<K, E: KeyEntry> {
     map: KeyMap<K, E>,
+    /// Keys a sweep removed while their state was fresh only from a tick above the removal
+    /// floor (see [`super::Tombstone`]), in the same shards as `map`.
+    tombstones: KeyMap<K, super::Tombstone>,
     policy: KeyPolicy<E::Window>,
     _keys: PhantomData<fn(K)>,
 }
@@ -108,7 +111,8 @@ where
     pub fn with_options(window: E::Window, options: Options) -> Self {
         let policy = KeyPolicy::new(window, options);
         Self {
-            map: KeyMap::new(policy.hasher.clone()),
+            map: KeyMap::new(policy.hasher.clone(), policy.shards),
+            tombstones: KeyMap::new(policy.hasher.clone(), policy.shards),
             policy,
             _keys: PhantomData,
         }
@@ -152,9 +156,11 @@ where
             // Retired: its sweeper is about to unlink it (or to give it back); look again.
             retry_hint();
         };
-        if inserted_any && self.policy.schedule.claim(self.map.len()) {
-            self.sweep(now);
-            self.policy.schedule.finish(self.map.len());
+        if inserted_any {
+            if let Some(shard) = self.policy.after_creation(now, self.map.len()) {
+                self.sweep_shard(shard, now, self.policy.removal_floor(now));
+                self.policy.schedule.done(shard, self.map.len());
+            }
         }
         result
     }
@@ -174,26 +180,44 @@ where
         }
     }
 
-    /// The watermark `entry` answers with, reading the key's from the table on first use.
-    /// Call it only on an entry just found in the map (see [`EntryWatermark`]).
+    /// The watermark `entry` answers with, resolved on first use. Call it only on an entry
+    /// just found in the map (see [`EntryWatermark`]).
     #[inline]
     fn watermark_of(&self, key: &K, entry: &E) -> u64 {
         entry
             .watermark()
-            .get_or_resolve(|| self.policy.watermark_of(key))
+            .get_or_resolve(|| self.removal_watermark(key))
     }
 
-    fn sweep(&self, now: u64) -> usize {
-        let horizon = self.policy.horizon(now);
-        self.map
-            .sweep(|key, entry| match entry.retire_if_fresh(horizon) {
-                Some(fresh_from) => {
-                    // Before the unlink, so whoever re-creates the key sees the raised watermark.
-                    self.policy.forget(key, fresh_from);
-                    true
-                }
-                None => false,
-            })
+    /// The removal watermark of `key` for state created now: its tombstone, if a sweep left
+    /// one, and the removal floor. The tombstone is read first: a sweep drops one only after
+    /// raising the floor past it, so a caller that misses a dropped tombstone sees that floor.
+    fn removal_watermark(&self, key: &K) -> u64 {
+        let tombstone = self.tombstones.get_with(key, super::Tombstone::fresh_from);
+        self.policy.watermark(tombstone)
+    }
+
+    /// One step of a sweep at `now` under removal floor `floor` (already raised): removes the
+    /// entries of shard `shard` that are fresh by `now - D`, leaving a tombstone for those
+    /// fresh only above the floor, and drops the shard's tombstones the floor has passed.
+    fn sweep_shard(&self, shard: usize, now: u64, floor: u64) -> usize {
+        self.tombstones
+            .sweep_shard(shard, |_, tombstone| tombstone.fresh_from() <= floor);
+        let horizon = self.policy.idle_horizon(now);
+        self.map.sweep_shard(shard, |key, entry| {
+            let Some(fresh_from) = entry.retire_if_fresh(horizon) else {
+                return false;
+            };
+            if fresh_from > floor {
+                // Before the unlink, so whoever re-creates the key finds it.
+                self.tombstones.get_or_insert_with(
+                    key,
+                    || super::Tombstone::new(fresh_from),
+                    |tombstone| tombstone.raise(fresh_from),
+                );
+            }
+            true
+        })
     }
 }
 
@@ -246,7 +270,7 @@ where
             }
             entry.allowed_n(now, n)
         });
-        Ok(verdict.unwrap_or_else(|| self.policy.allows_unknown_key(key, now)))
+        Ok(verdict.unwrap_or_else(|| now >= self.removal_watermark(key)))
     }
 
     #[inline]
@@ -264,11 +288,17 @@ where
         self.with_existing(key, |watermark, entry| {
             Ok(self.policy.clamp_status(entry.status(now)?, watermark, now))
         })
-        .unwrap_or_else(|| self.policy.status_of_unknown_key(key, now))
+        .unwrap_or_else(|| {
+            self.policy
+                .status_of_unknown_key(self.removal_watermark(key), now)
+        })
     }
 
     fn remove_idle(&self, now: u64) -> usize {
-        self.sweep(now)
+        let floor = self.policy.removal_floor(now);
+        (0..self.map.shard_count())
+            .map(|shard| self.sweep_shard(shard, now, floor))
+            .sum()
     }
 
     fn tracked_keys(&self) -> usize {

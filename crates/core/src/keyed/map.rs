@@ -4,31 +4,56 @@
 //! Entries are reached through closures so that both can hand out a reference that lives as
 //! long as the lookup: papaya's guard keeps the entry's memory alive, the stand-in an `Arc`.
 
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 
 use super::KeyHasher;
 
+/// Entries retired per thread before seize tries to free them (its default is 32 per
+/// thread and collector). Small, so that removed keys are given back to the allocator soon
+/// after a sweep instead of waiting in per-thread batches; a batch is one atomic per entry.
+#[cfg(not(slidelimit_loom))]
+const RECLAIM_BATCH: usize = 8;
+
+#[cfg(not(slidelimit_loom))]
+type Shard<K, V> = papaya::HashMap<K, V, KeyHasher>;
+
 #[cfg(not(slidelimit_loom))]
 pub(crate) struct KeyMap<K, V> {
-    inner: papaya::HashMap<K, V, KeyHasher>,
+    /// Created on first insert, so a limiter with a handful of keys builds a handful of
+    /// shards. All share one collector, so one guard protects a sweep across them.
+    shards: Box<[std::sync::OnceLock<Shard<K, V>>]>,
+    collector: std::sync::Arc<seize::Collector>,
+    hasher: KeyHasher,
+    /// Entries inserted minus entries unlinked (papaya's own count sums a per-CPU array).
+    tracked: crate::sync::AtomicUsize,
 }
 
 #[cfg(not(slidelimit_loom))]
 impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> KeyMap<K, V> {
-    pub(crate) fn new(hasher: KeyHasher) -> Self {
+    pub(crate) fn new(hasher: KeyHasher, shards: usize) -> Self {
         Self {
-            inner: papaya::HashMap::builder()
-                .hasher(hasher)
-                .resize_mode(papaya::ResizeMode::Blocking)
-                .build(),
+            shards: (0..shards).map(|_| std::sync::OnceLock::new()).collect(),
+            collector: std::sync::Arc::new(seize::Collector::new().batch_size(RECLAIM_BATCH)),
+            hasher,
+            tracked: crate::sync::AtomicUsize::new(0),
         }
+    }
+
+    pub(crate) fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    #[inline]
+    fn shard_of(&self, key: &K) -> &std::sync::OnceLock<Shard<K, V>> {
+        &self.shards[super::shard_index(self.hasher.hash_one(key), self.shards.len())]
     }
 
     /// Runs `f` on the entry of `key`, if there is one.
     #[inline]
     pub(crate) fn get_with<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
-        let guard = self.inner.guard();
-        self.inner.get(key, &guard).map(f)
+        let shard = self.shard_of(key).get()?;
+        let guard = shard.guard();
+        shard.get(key, &guard).map(f)
     }
 
     /// Runs `f` on the entry of `key`, creating it with `make` in one atomic get-or-insert if
@@ -42,33 +67,51 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         make: impl FnOnce() -> V,
         f: impl FnOnce(&V) -> R,
     ) -> (R, bool) {
-        let guard = self.inner.guard();
-        match self.inner.try_insert_with(key.clone(), make, &guard) {
-            Ok(entry) => (f(entry), true),
+        let shard = self.shard_of(key).get_or_init(|| {
+            papaya::HashMap::builder()
+                .hasher(self.hasher.clone())
+                .shared_collector(std::sync::Arc::clone(&self.collector))
+                .resize_mode(papaya::ResizeMode::Blocking)
+                .build()
+        });
+        let guard = shard.guard();
+        match shard.try_insert_with(key.clone(), make, &guard) {
+            Ok(entry) => {
+                // Relaxed: a count for the sweep trigger and `tracked_keys`; it orders nothing.
+                self.tracked.fetch_add(1, crate::sync::Ordering::Relaxed);
+                (f(entry), true)
+            }
             Err(entry) => (f(entry), false),
         }
     }
 
-    /// Visits every entry; `f` returns whether to unlink it. Unlinks only the very entry
-    /// visited (pointer identity), never one that replaced it. Returns how many were unlinked.
-    pub(crate) fn sweep(&self, mut f: impl FnMut(&K, &V) -> bool) -> usize {
-        let guard = self.inner.guard();
+    /// Visits every entry of shard `shard`; `f` returns whether to unlink it. Unlinks only
+    /// the very entry visited (pointer identity), never one that replaced it. Returns how
+    /// many were unlinked.
+    pub(crate) fn sweep_shard(&self, shard: usize, mut f: impl FnMut(&K, &V) -> bool) -> usize {
+        let Some(shard) = self.shards[shard].get() else {
+            return 0;
+        };
+        let guard = shard.guard();
         let mut removed = 0;
-        for (key, entry) in self.inner.iter(&guard) {
+        for (key, entry) in shard.iter(&guard) {
             if f(key, entry) {
                 let unlinked =
-                    self.inner
-                        .remove_if(key, |_, current| std::ptr::eq(current, entry), &guard);
+                    shard.remove_if(key, |_, current| std::ptr::eq(current, entry), &guard);
                 if matches!(unlinked, Ok(Some(_))) {
                     removed += 1;
                 }
             }
         }
+        // Relaxed: see get_or_insert_with.
+        self.tracked
+            .fetch_sub(removed, crate::sync::Ordering::Relaxed);
         removed
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.inner.len()
+        // Relaxed: see get_or_insert_with.
+        self.tracked.load(crate::sync::Ordering::Relaxed)
     }
 }
 
@@ -79,10 +122,15 @@ pub(crate) struct KeyMap<K, V> {
 
 #[cfg(slidelimit_loom)]
 impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> KeyMap<K, V> {
-    pub(crate) fn new(hasher: KeyHasher) -> Self {
+    /// One shard whatever is asked: the models' maps hold a key or two.
+    pub(crate) fn new(hasher: KeyHasher, _shards: usize) -> Self {
         Self {
             inner: crate::sync::RwLock::new(std::collections::HashMap::with_hasher(hasher)),
         }
+    }
+
+    pub(crate) fn shard_count(&self) -> usize {
+        1
     }
 
     pub(crate) fn get_with<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
@@ -121,7 +169,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         (f(&entry), inserted)
     }
 
-    pub(crate) fn sweep(&self, mut f: impl FnMut(&K, &V) -> bool) -> usize {
+    pub(crate) fn sweep_shard(&self, _shard: usize, mut f: impl FnMut(&K, &V) -> bool) -> usize {
         let snapshot: Vec<(K, crate::sync::Arc<V>)> = self
             .inner
             .read()

@@ -11,11 +11,18 @@ use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::{ring::ExactLog, SequentialWindow, Status, WeightError, Window, MAX_TICK};
 use crate::{Limit, RateLimiter};
 
-/// Every key's sequential window in one map, with the shared key policy. Not synchronised:
-/// a [`StateLock`] guards it.
+/// Each key's window and the removal watermark it was created with.
+type Shard<K, W> = HashMap<K, (<W as Window>::Sequential, u64), KeyHasher>;
+
+/// Every key's sequential window, in shards by key hash (like the concurrent map, so that a
+/// table grows one shard at a time and the sweep steps match), with the shared key policy.
+/// Not synchronised: a [`StateLock`] guards it.
 pub struct KeyedWindows<K, W: Window> {
-    /// Each key's window and the removal watermark it was created with.
-    map: HashMap<K, (W::Sequential, u64), KeyHasher>,
+    shards: Box<[Shard<K, W>]>,
+    /// Removed keys' watermarks above the removal floor (see [`super::Tombstone`]), in the
+    /// same shards.
+    tombstones: Box<[HashMap<K, u64, KeyHasher>]>,
+    tracked: usize,
     policy: KeyPolicy<W>,
 }
 
@@ -25,9 +32,25 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
     pub fn new(window: W, options: Options) -> Self {
         let policy = KeyPolicy::new(window, options);
         Self {
-            map: HashMap::with_hasher(policy.hasher.clone()),
+            shards: (0..policy.shards)
+                .map(|_| HashMap::with_hasher(policy.hasher.clone()))
+                .collect(),
+            tombstones: (0..policy.shards)
+                .map(|_| HashMap::with_hasher(policy.hasher.clone()))
+                .collect(),
+            tracked: 0,
             policy,
         }
+    }
+
+    fn shard(&self, key: &K) -> &Shard<K, W> {
+        &self.shards[self.policy.shard_of(key)]
+    }
+
+    /// The removal watermark of `key` for state created now (see the concurrent shape).
+    fn removal_watermark(&self, key: &K) -> u64 {
+        let tombstone = self.tombstones[self.policy.shard_of(key)].get(key).copied();
+        self.policy.watermark(tombstone)
     }
 
     fn with_window<R>(
@@ -36,18 +59,20 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
         now: u64,
         op: impl FnOnce(u64, &mut W::Sequential) -> R,
     ) -> R {
-        if let Some((window, watermark)) = self.map.get_mut(key) {
+        let shard = self.policy.shard_of(key);
+        if let Some((window, watermark)) = self.shards[shard].get_mut(key) {
             return op(*watermark, window);
         }
-        let watermark = self.policy.watermark_of(key);
-        let (window, watermark) = self
-            .map
+        let watermark = self.removal_watermark(key);
+        let (window, watermark) = self.shards[shard]
             .entry(key.clone())
             .or_insert_with(|| (self.policy.window.new_sequential(), watermark));
         let result = op(*watermark, window);
-        if self.policy.schedule.claim(self.map.len()) {
-            self.sweep(now);
-            self.policy.schedule.finish(self.map.len());
+        self.tracked += 1;
+        if let Some(shard) = self.policy.after_creation(now, self.tracked) {
+            let floor = self.policy.removal_floor(now);
+            self.sweep_shard(shard, now, floor);
+            self.policy.schedule.done(shard, self.tracked);
         }
         result
     }
@@ -67,34 +92,53 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
 
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         self.policy.window.check_weight(n)?;
-        Ok(match self.map.get(key) {
+        Ok(match self.shard(key).get(key) {
             Some((window, watermark)) => now >= *watermark && window.allowed_n(now, n),
-            None => self.policy.allows_unknown_key(key, now),
+            None => now >= self.removal_watermark(key),
         })
     }
 
     fn status(&self, key: &K, now: u64) -> Status {
-        match self.map.get(key) {
+        match self.shard(key).get(key) {
             Some((window, watermark)) => {
                 self.policy
                     .clamp_status(window.status(now), *watermark, now)
             }
-            None => self.policy.status_of_unknown_key(key, now),
+            None => self
+                .policy
+                .status_of_unknown_key(self.removal_watermark(key), now),
         }
     }
 
-    fn sweep(&mut self, now: u64) -> usize {
-        let horizon = self.policy.horizon(now);
-        let before = self.map.len();
-        let policy = &self.policy;
-        self.map.retain(|key, (window, _)| {
+    /// One step of a sweep at `now` under removal floor `floor` (already raised): the
+    /// concurrent shape's `sweep_shard`, on plain maps.
+    fn sweep_shard(&mut self, shard: usize, now: u64, floor: u64) -> usize {
+        let tombstones = &mut self.tombstones[shard];
+        tombstones.retain(|_, fresh_from| *fresh_from > floor);
+        let horizon = self.policy.idle_horizon(now);
+        let windows = &mut self.shards[shard];
+        let before = windows.len();
+        windows.retain(|key, (window, _)| {
             if !window.is_fresh_by(horizon) {
                 return true;
             }
-            policy.forget(key, window.fresh_from());
+            let fresh_from = window.fresh_from();
+            if fresh_from > floor {
+                let tombstone = tombstones.entry(key.clone()).or_insert(fresh_from);
+                *tombstone = (*tombstone).max(fresh_from);
+            }
             false
         });
-        before - self.map.len()
+        let removed = before - windows.len();
+        self.tracked -= removed;
+        removed
+    }
+
+    fn remove_idle(&mut self, now: u64) -> usize {
+        let floor = self.policy.removal_floor(now);
+        (0..self.shards.len())
+            .map(|shard| self.sweep_shard(shard, now, floor))
+            .sum()
     }
 }
 
@@ -210,10 +254,10 @@ where
 
     fn remove_idle(&self, now: u64) -> usize {
         let now = now.min(MAX_TICK);
-        self.state.write(|state| state.sweep(now))
+        self.state.write(|state| state.remove_idle(now))
     }
 
     fn tracked_keys(&self) -> usize {
-        self.state.read(|state| state.map.len())
+        self.state.read(|state| state.tracked)
     }
 }

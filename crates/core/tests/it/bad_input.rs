@@ -1,17 +1,15 @@
-//! Bad input: one far-future timestamp must not turn the automatic sweep it triggers into
-//! refusals for everyone, against every variant.
+//! Bad input: one far-future timestamp, or `remove_idle` far ahead, must not turn the sweep it
+//! triggers into refusals for keys never seen or not removed, against every variant.
 //!
 //! The rule: a far-future tick is a valid tick. It counts as a live hit of its own key until
-//! that tick + W, so that key's ordinary calls see one more hit. If its insert triggers the
-//! automatic sweep, the sweep runs at the far-future `now`, so every other key looks idle
-//! and is removed; each removed key's watermark rises only to *its own* newest hit + W (the
-//! tick from which its removed state was fresh), so ordinary calls on it are refused only
-//! until then, as if the key's clock had lagged by less than a window. Keys never seen are
-//! affected only where they share a watermark slot with a removed key, for the same short
-//! span. A single global watermark raised to the sweep's horizon would instead refuse every
-//! call for about 2^60 ticks.
+//! that tick + W, so that key's ordinary calls see one more hit. A sweep at a far-future `now`
+//! may forget every key idle by then, but the removal floor rises only to the *observed* time
+//! (the oldest of the last eight key creations) minus D, and each removed key whose state was
+//! fresh only above that floor keeps a tombstone at its own newest hit + W: ordinary calls on
+//! it are refused only until then, as if the key's clock had lagged by less than a window.
+//! Keys never seen are refused only below the floor, which the bad `now` did not move.
 
-use slidelimit::Options;
+use slidelimit::{Options, RateLimiter};
 
 use crate::trace::limiter_key;
 use crate::variants::{for_each_variant, limit};
@@ -23,9 +21,16 @@ fn key(i: u64) -> u64 {
     limiter_key(0).wrapping_mul(i + 1)
 }
 
+/// Asks `count` never-seen keys (from `first`) at `now`: how many were refused.
+fn refused_strangers(limiter: &dyn RateLimiter<u64>, first: u64, count: u64, now: u64) -> u64 {
+    (first..first + count)
+        .filter(|&i| !limiter.check_and_hit(&key(i), now))
+        .count() as u64
+}
+
 #[test]
 fn a_far_future_timestamp_does_not_refuse_later_ordinary_calls() {
-    let options = Options::default().sweep_floor_keys(FLOOR);
+    let options = Options::default().sweep_floor_keys(FLOOR).key_shards(1);
     for_each_variant::<u64>(limit(2, 100), options, |name, limiter| {
         // 63 ordinary keys, key i last hit at 1000 + i: fresh from 1100 + i.
         for i in 0..63 {
@@ -41,25 +46,29 @@ fn a_far_future_timestamp_does_not_refuse_later_ordinary_calls() {
             "{name}: only the far-future key is live"
         );
 
-        // Each removed key is refused below its own newest hit + W, and from there on at most
-        // until the last removed key's (1162), where it shares that key's watermark slot.
+        // Each removed key is refused below its own newest hit + W, and admitted from there.
         for i in 0..63 {
             let fresh_from = 1100 + i;
             assert!(
                 !limiter.allowed(&key(i), fresh_from - 1),
                 "{name}: key #{i}"
             );
-            assert!(
-                limiter.allowed(&key(i), fresh_from)
-                    || limiter.status(&key(i), fresh_from).retry_after_ticks <= 1162 - fresh_from,
-                "{name}: key #{i} refused past every removed key's watermark"
+            assert_eq!(
+                limiter.status(&key(i), fresh_from - 1).retry_after_ticks,
+                1,
+                "{name}: key #{i}"
             );
+            assert!(limiter.allowed(&key(i), fresh_from), "{name}: key #{i}");
         }
 
-        // ...and from the last of those ticks on, every ordinary call on every key, removed
-        // or never seen, is answered exactly: two admissions, then a refusal.
+        // Never-seen keys at the real time are all admitted: the floor rose to the observed
+        // time (1055, the oldest of the last eight creations) minus W, not to 2^60 - W.
+        assert_eq!(refused_strangers(limiter, 2000, 10_000, 1062), 0, "{name}");
+
+        // From 1162 on, every ordinary call on every key, removed or never seen, is
+        // answered exactly: two admissions, then a refusal.
         let now = 1162;
-        for i in (0..63).chain(2000..2100) {
+        for i in (0..63).chain(20_000..20_100) {
             assert!(limiter.allowed(&key(i), now), "{name}: key #{i}");
             assert!(limiter.check_and_hit(&key(i), now), "{name}: key #{i}");
             assert!(limiter.check_and_hit(&key(i), now + 1), "{name}: key #{i}");
@@ -71,6 +80,68 @@ fn a_far_future_timestamp_does_not_refuse_later_ordinary_calls() {
         assert!(limiter.check_and_hit(&bad, now), "{name}");
         assert!(!limiter.check_and_hit(&bad, now), "{name}: limit 2");
     });
+}
+
+#[test]
+fn never_seen_keys_are_admitted_after_a_far_future_automatic_sweep() {
+    // The scenario, default options (256 shards, floor 4096): 5,000 keys at real
+    // times, one far-future call whose insert starts the sweep cycle, then 10,000 never-seen
+    // keys at the real time (each creation sweeps one more shard, at its own `now`).
+    for_each_variant::<u64>(limit(1, 1_000), Options::default(), |name, limiter| {
+        for i in 0..5_000 {
+            assert!(limiter.check_and_hit(&key(i), 10_000 + i), "{name}");
+        }
+        let real_time = 15_000;
+        assert!(limiter.check_and_hit(&key(1_000_000), FAR_FUTURE), "{name}");
+        assert_eq!(
+            refused_strangers(limiter, 100_000, 10_000, real_time),
+            0,
+            "{name}: never-seen keys refused"
+        );
+        // Keys not removed keep their state and are answered exactly.
+        assert!(
+            !limiter.check_and_hit(&key(4_999), real_time),
+            "{name}: 14999 is live"
+        );
+        assert!(
+            limiter.check_and_hit(&key(4_999), real_time + 999),
+            "{name}"
+        );
+    });
+}
+
+#[test]
+fn never_seen_keys_are_admitted_after_remove_idle_far_ahead() {
+    let manual = Options::default().sweep_floor_keys(usize::MAX);
+    for options in [manual, manual.key_shards(1)] {
+        for_each_variant::<u64>(limit(1, 1_000), options, |name, limiter| {
+            for i in 0..5_000 {
+                assert!(limiter.check_and_hit(&key(i), 10_000 + i), "{name}");
+            }
+            // A caller's mistake: it may forget every key, but strangers stay welcome.
+            assert_eq!(limiter.remove_idle(u64::MAX), 5_000, "{name}");
+            assert_eq!(limiter.tracked_keys(), 0, "{name}");
+            assert_eq!(
+                refused_strangers(limiter, 100_000, 10_000, 15_000),
+                0,
+                "{name}: never-seen keys refused"
+            );
+            // A removed key is refused only below its own last hit + W (14999 + 1000).
+            assert!(!limiter.allowed(&key(4_999), 15_998), "{name}");
+            assert!(limiter.allowed(&key(4_999), 15_999), "{name}");
+            // Key 0 (fresh from 10999) is below the floor: the observed time (14992, the
+            // oldest of the last eight creations) minus W. No tombstone; the floor rules.
+            assert!(!limiter.allowed(&key(0), 13_991), "{name}: below the floor");
+            assert!(limiter.allowed(&key(0), 13_992), "{name}");
+            // remove_idle(0) forgets nothing live and raises nothing.
+            limiter.remove_idle(0);
+            assert_eq!(
+                refused_strangers(limiter, 200_000, 1_000, 15_000),
+                0,
+                "{name}"
+            );
+        });
+    }
 }
 
 #[test]

@@ -36,8 +36,8 @@ fn the_automatic_sweep_keeps_tracked_keys_bounded_as_new_keys_arrive() {
         lateness_ticks: None,
         sweep_floor_keys: 4096,
     };
-    assert_eq!(config.options(), Options::default());
-    for limiter in all_variants::<u64>(config.limit(), Options::default()) {
+    assert_eq!(config.options(), Options::default().key_shards(1));
+    for limiter in all_variants::<u64>(config.limit(), config.options()) {
         let name = limiter.name();
         let mut model = Reference::new(config);
         let mut most = 0;
@@ -55,6 +55,37 @@ fn the_automatic_sweep_keeps_tracked_keys_bounded_as_new_keys_arrive() {
             assert_eq!(limiter.status(&key, KEYS - 1).count, 1, "{name}: key {key}");
         }
     }
+}
+
+#[test]
+fn the_sweep_in_shard_steps_keeps_tracked_keys_bounded_and_variants_identical() {
+    // Default options: 256 shards, each key-creating call sweeps at most one of them. Key i
+    // arrives at tick i/4 and is never used again. Every variant steps alike, so they track
+    // the same number of keys after every call.
+    let limiters = all_variants::<u64>(crate::variants::limit(2, 10), Options::default());
+    let mut most = 0;
+    for key in 0..KEYS {
+        let tracked: Vec<usize> = limiters
+            .iter()
+            .map(|limiter| {
+                assert!(limiter.check_and_hit(&key, key / 4), "{}", limiter.name());
+                limiter.tracked_keys()
+            })
+            .collect();
+        assert!(
+            tracked.iter().all(|&t| t == tracked[0]),
+            "after key {key}: {tracked:?}"
+        );
+        most = most.max(tracked[0]);
+    }
+    // A cycle starts at 4096 keys and takes 256 more creations: at most ~2 × 4096 + 256.
+    assert!(most <= 2 * 4096 + 256, "{most} keys tracked at once");
+    assert!(most >= 4095, "the floor was reached: {most}");
+    assert!(
+        limiters[0].tracked_keys() < 4096 + 256,
+        "{}",
+        limiters[0].tracked_keys()
+    );
 }
 
 #[test]

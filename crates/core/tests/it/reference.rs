@@ -2,12 +2,13 @@
 //! design.md section 6 (which keys are tracked, when the automatic sweep runs, what it
 //! removes, which watermark each removal leaves).
 //!
-//! It is written to be obviously right, not fast: every query scans the whole log. Its
-//! watermarks are per key; the limiters keep them per key *hash* in a 1024-slot table, so
-//! a limiter's watermark for a key is at least the model's and always a value that some
-//! removal raised (the model keeps every such value in [`Reference::raised_watermarks`]).
+//! It is written to be obviously right, not fast: every query scans the whole log. The
+//! limiters must match it exactly, watermarks included: the removal floor (raised by a sweep
+//! at `now` to `min(now, observed time) - D`, the observed time being the oldest of the last
+//! eight key creations' `now`s), each tracked key's watermark fixed when it was created, and
+//! the tombstones of keys removed while fresh only above the floor.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 
 use slidelimit::{Options, Status};
@@ -32,13 +33,16 @@ pub struct Config {
     pub window_ticks: u64,
     /// `None`: the default lateness, one window.
     pub lateness_ticks: Option<u64>,
-    /// `usize::MAX`: no automatic sweep.
+    /// `usize::MAX`: no automatic sweep. The model sweeps the whole map at once, so the
+    /// limiters it checks run with one key shard.
     pub sweep_floor_keys: usize,
 }
 
 impl Config {
     pub fn options(&self) -> Options {
-        let options = Options::default().sweep_floor_keys(self.sweep_floor_keys);
+        let options = Options::default()
+            .sweep_floor_keys(self.sweep_floor_keys)
+            .key_shards(1);
         match self.lateness_ticks {
             Some(ticks) => options.lateness_ticks(ticks),
             None => options,
@@ -58,10 +62,14 @@ pub struct Reference<K> {
     next_sweep_at: usize,
     /// Tracked keys and every hit recorded for them since they were (re)created, clamped.
     logs: HashMap<K, Vec<u64>>,
-    /// Each key's own removal watermark.
+    /// Each tracked key's removal watermark, fixed when its state was created.
     watermarks: HashMap<K, u64>,
-    /// Every value a removal has raised some watermark to.
-    raised: BTreeSet<u64>,
+    /// Removed keys' watermarks above the floor.
+    tombstones: HashMap<K, u64>,
+    /// The removal floor.
+    floor: u64,
+    /// The clamped `now`s of the last eight key creations.
+    creations: VecDeque<u64>,
 }
 
 impl<K: Hash + Eq + Clone> Reference<K> {
@@ -71,7 +79,9 @@ impl<K: Hash + Eq + Clone> Reference<K> {
             next_sweep_at: config.sweep_floor_keys,
             logs: HashMap::new(),
             watermarks: HashMap::new(),
-            raised: BTreeSet::new(),
+            tombstones: HashMap::new(),
+            floor: 0,
+            creations: VecDeque::new(),
         }
     }
 
@@ -116,18 +126,24 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         }
     }
 
-    /// The key's own removal watermark (0 if it was never removed).
+    /// The key's removal watermark: the one its state was created with, or for a key with no
+    /// state, the one it would be created with now (its tombstone and the floor).
     pub fn watermark(&self, key: &K) -> u64 {
-        self.watermarks.get(key).copied().unwrap_or(0)
+        match self.watermarks.get(key) {
+            Some(&watermark) => watermark,
+            None => self
+                .floor
+                .max(self.tombstones.get(key).copied().unwrap_or(0)),
+        }
     }
 
-    /// Every value a removal raised some key's watermark to.
-    pub fn raised_watermarks(&self) -> &BTreeSet<u64> {
-        &self.raised
+    /// The removal floor.
+    pub fn floor(&self) -> u64 {
+        self.floor
     }
 
-    /// The status a limiter without watermark collisions reports: nothing remains below the
-    /// watermark (compared with the raw `now`, as the limiters do).
+    /// The status a limiter reports: nothing remains below the watermark (compared with the
+    /// raw `now`, as the limiters do).
     pub fn status(&self, key: &K, now: u64) -> Status {
         let status = self.window_status(key, now);
         let watermark = self.watermark(key);
@@ -164,6 +180,14 @@ impl<K: Hash + Eq + Clone> Reference<K> {
     /// the map reached its trigger, with this call's `now`.
     pub fn record(&mut self, key: &K, now: u64, recorded: bool) {
         let inserted = !self.logs.contains_key(key);
+        if inserted {
+            let watermark = self.watermark(key);
+            self.watermarks.insert(key.clone(), watermark);
+            if self.creations.len() == 8 {
+                self.creations.pop_front();
+            }
+            self.creations.push_back(clamp(now));
+        }
         let log = self.logs.entry(key.clone()).or_default();
         if recorded {
             log.push(clamp(now));
@@ -185,13 +209,21 @@ impl<K: Hash + Eq + Clone> Reference<K> {
             .map_or(0, |&newest| newest.saturating_add(self.config.window_ticks))
     }
 
-    /// A sweep at `now` (`remove_idle`, or the automatic one): removes every key whose log is
-    /// fresh from some tick `f <= now - D` and raises its watermark to `f`.
+    /// A sweep at `now` (`remove_idle`, or the automatic one): raises the floor to
+    /// `min(now, observed) - D`, drops the tombstones at or below it, removes every key whose
+    /// log is fresh from some tick `f <= now - D`, leaving a tombstone at `f` if `f` is above
+    /// the floor.
     pub fn sweep(&mut self, now: u64) -> usize {
         let lateness = self
             .config
             .lateness_ticks
             .unwrap_or(self.config.window_ticks);
+        let observed = self.creations.iter().copied().min().unwrap_or(u64::MAX);
+        self.floor = self
+            .floor
+            .max(clamp(now).min(observed).saturating_sub(lateness));
+        let floor = self.floor;
+        self.tombstones.retain(|_, fresh_from| *fresh_from > floor);
         let horizon = clamp(now).saturating_sub(lateness);
         let idle: Vec<(K, u64)> = self
             .logs
@@ -201,9 +233,11 @@ impl<K: Hash + Eq + Clone> Reference<K> {
             .collect();
         for (key, fresh_from) in &idle {
             self.logs.remove(key);
-            let watermark = self.watermarks.entry(key.clone()).or_insert(0);
-            *watermark = (*watermark).max(*fresh_from);
-            self.raised.insert(*fresh_from);
+            self.watermarks.remove(key);
+            if *fresh_from > floor {
+                let tombstone = self.tombstones.entry(key.clone()).or_insert(0);
+                *tombstone = (*tombstone).max(*fresh_from);
+            }
         }
         idle.len()
     }
@@ -231,6 +265,12 @@ fn model_reproduces_the_seed_example() {
     assert_eq!(model.status(&user, 4).retry_after_ticks, 7);
     assert_eq!(model.sweep(22), 0, "fresh from 13, above the horizon 12");
     assert_eq!(model.sweep(23), 1);
-    assert_eq!(model.watermark(&user), 13);
+    assert_eq!(
+        model.floor(),
+        0,
+        "observed time 1, the key's creation, minus D"
+    );
+    assert_eq!(model.watermark(&user), 13, "its tombstone");
     assert!(!model.allowed(&user, 12), "below the watermark");
+    assert!(model.allowed(&"stranger", 0), "not below the floor");
 }

@@ -167,36 +167,20 @@ fn check_status(
     }
     match expect {
         Expect::Exact if status == expected => Ok(()),
-        Expect::Exact => {
-            // Only a watermark collision may make it differ: same window, no room, and a
-            // retry-after that ends exactly at a watermark some removal raised.
-            if status.count == window.count
-                && status.remaining == 0
-                && status.retry_after_ticks > expected.retry_after_ticks
-            {
-                collision_watermark(model, now, status)
+        Expect::Exact => Err(format!("status {status:?}, model {expected:?}")),
+        // The ring holds only recorded hits, so a window it finds full is full in the log;
+        // room missing for any other reason must be the key's watermark.
+        Expect::Safe if status.remaining == 0 && window.remaining > 0 => {
+            if now < model.watermark(&key) {
+                Ok(())
             } else {
-                Err(format!("status {status:?}, model {expected:?}"))
+                Err(format!(
+                    "status {status:?} refuses at {now}, above the key's watermark {}",
+                    model.watermark(&key)
+                ))
             }
         }
-        // The ring holds only recorded hits, so a window it finds full is full in the log;
-        // room missing for any other reason must be a raised watermark.
-        Expect::Safe if status.remaining == 0 && window.remaining > 0 => {
-            collision_watermark(model, now, status)
-        }
         Expect::Safe => Ok(()),
-    }
-}
-
-/// The watermark a status was clamped by must be one that a removal actually raised.
-fn collision_watermark(model: &Reference<u8>, now: u64, status: Status) -> Result<(), String> {
-    let watermark = now.checked_add(status.retry_after_ticks);
-    match watermark {
-        Some(w) if w > now && model.raised_watermarks().contains(&w) => Ok(()),
-        _ => Err(format!(
-            "status {status:?} refuses at {now}, but no removal raised a watermark to {watermark:?} (raised: {:?})",
-            model.raised_watermarks()
-        )),
     }
 }
 
