@@ -9,6 +9,8 @@
 //! raw counter, a few nanoseconds per read), so the timer costs the throughput figure about
 //! `2 × read / SAMPLE_EVERY` per call instead of `2 × read`, while each sample is still one
 //! call's true latency (a stall inside that call shows in full, not averaged over a batch).
+//! Where the workload asks for it ([`Workload::worst_call`]), each round of [`SAMPLE_EVERY`]
+//! calls is also timed as a whole, so the slowest call is bounded even when it was not sampled.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
@@ -51,6 +53,9 @@ pub struct Outcome {
     pub elapsed: Duration,
     /// Sampled per-call latencies, nanoseconds.
     pub latency: Histogram<u64>,
+    /// Where the workload covers every call: the slowest round of [`SAMPLE_EVERY`] consecutive
+    /// calls on one thread, nanoseconds; an upper bound on the slowest single call.
+    pub worst_round_ns: Option<u64>,
     /// The clock's reading after the run.
     pub end_now: u64,
 }
@@ -81,8 +86,13 @@ fn decide<T: Target>(
     }
 }
 
-/// A worker's latency sampler: the timer and the histogram its samples go to.
-type Sampler<'a> = Option<(&'a quanta::Clock, &'a mut Histogram<u64>)>;
+/// A worker's latency sampler: the timer, the histogram its samples go to, and (where every
+/// call is covered) the slowest round so far.
+struct Sampler<'a> {
+    timer: &'a quanta::Clock,
+    latency: &'a mut Histogram<u64>,
+    worst_round_ns: Option<&'a mut u64>,
+}
 
 /// The worker loop: `chunks` rounds of [`OPS_PER_TICK`] calls (or until `stop`), one clock
 /// tick after each round. Returns (calls, allowed, next index).
@@ -93,7 +103,7 @@ fn work<T: Target>(
     mut i: usize,
     chunks: u64,
     stop: &AtomicBool,
-    mut sampler: Sampler<'_>,
+    mut sampler: Option<Sampler<'_>>,
 ) -> (u64, u64, usize) {
     const ROUNDS: usize = OPS_PER_TICK as usize / SAMPLE_EVERY;
     let (mix, stream, clock) = cell;
@@ -102,19 +112,33 @@ fn work<T: Target>(
     // Relaxed: the flag carries no data; a worker that stops one round late costs nothing.
     while done < chunks && !stop.load(Ordering::Relaxed) {
         for _ in 0..ROUNDS {
-            if let Some((timer, latency)) = sampler.as_mut() {
-                let start = timer.raw();
+            let round_start = if let Some(s) = sampler.as_mut() {
+                let start = s.timer.raw();
                 let ok = decide(target, mix, stream, clock, i);
-                let end = timer.raw();
-                latency.saturating_record(timer.delta_as_nanos(start, end).max(1));
+                let end = s.timer.raw();
+                s.latency
+                    .saturating_record(s.timer.delta_as_nanos(start, end).max(1));
                 allowed += u64::from(ok);
+                start
             } else {
                 allowed += u64::from(decide(target, mix, stream, clock, i));
-            }
+                0
+            };
             i = i.wrapping_add(1);
             for _ in 1..SAMPLE_EVERY {
                 allowed += u64::from(decide(target, mix, stream, clock, i));
                 i = i.wrapping_add(1);
+            }
+            if let Some(Sampler {
+                timer,
+                worst_round_ns: Some(worst),
+                ..
+            }) = sampler.as_mut()
+            {
+                // The round includes the sample's own timer reads and its histogram record
+                // (tens of nanoseconds): an upper bound, tight for the stalls it is for.
+                let round = timer.delta_as_nanos(round_start, timer.raw());
+                **worst = (**worst).max(round);
             }
         }
         clock.tick();
@@ -167,16 +191,18 @@ pub fn warm_up<T: Target>(target: &T, cell: &Cell<'_>) {
 pub fn run_timed<T: Target>(target: &T, cell: &Cell<'_>, duration: Duration) -> Outcome {
     warm_up(target, cell);
     let stop = AtomicBool::new(false);
-    let (ops, allowed, elapsed, latency) = run_workers(target, cell, u64::MAX, &stop, true, || {
-        thread::sleep(duration);
-        // Relaxed: see `work`.
-        stop.store(true, Ordering::Relaxed);
-    });
+    let (ops, allowed, elapsed, latency, worst_round_ns) =
+        run_workers(target, cell, u64::MAX, &stop, true, || {
+            thread::sleep(duration);
+            // Relaxed: see `work`.
+            stop.store(true, Ordering::Relaxed);
+        });
     Outcome {
         ops,
         allowed,
         elapsed,
         latency,
+        worst_round_ns,
         end_now: cell.clock.now(),
     }
 }
@@ -206,7 +232,7 @@ fn run_workers<T: Target>(
     stop: &AtomicBool,
     sample: bool,
     main: impl FnOnce(),
-) -> (u64, u64, Duration, Histogram<u64>) {
+) -> (u64, u64, Duration, Histogram<u64>, Option<u64>) {
     let threads = cell.threads.max(1);
     let barrier = Barrier::new(threads + 1);
     thread::scope(|scope| {
@@ -215,6 +241,8 @@ fn run_workers<T: Target>(
                 let barrier = &barrier;
                 scope.spawn(move || {
                     let mut latency = sample.then(new_histogram);
+                    let mut worst_round_ns = 0u64;
+                    let cover_every_call = cell.workload.worst_call;
                     let offset = cell.stream.offset(t, threads);
                     barrier.wait();
                     let start = Instant::now();
@@ -224,9 +252,14 @@ fn run_workers<T: Target>(
                         offset,
                         chunks,
                         stop,
-                        latency.as_mut().map(|hist| (cell.timer, hist)),
+                        latency.as_mut().map(|latency| Sampler {
+                            timer: cell.timer,
+                            latency,
+                            worst_round_ns: cover_every_call.then_some(&mut worst_round_ns),
+                        }),
                     );
-                    (ops, allowed, start, Instant::now(), latency)
+                    let worst = (sample && cover_every_call).then_some(worst_round_ns);
+                    (ops, allowed, start, Instant::now(), latency, worst)
                 })
             })
             .collect();
@@ -237,8 +270,10 @@ fn run_workers<T: Target>(
         let mut first_start: Option<Instant> = None;
         let mut last_end: Option<Instant> = None;
         let mut latency = new_histogram();
+        let mut worst_round_ns: Option<u64> = None;
         for worker in workers {
-            let (ops, allowed, start, end, hist) = worker.join().expect("worker panicked");
+            let (ops, allowed, start, end, hist, worst) = worker.join().expect("worker panicked");
+            worst_round_ns = worst_round_ns.max(worst);
             total_ops += ops;
             total_allowed += allowed;
             first_start = Some(first_start.map_or(start, |s| s.min(start)));
@@ -251,6 +286,6 @@ fn run_workers<T: Target>(
             (Some(start), Some(end)) => end.duration_since(start),
             _ => Duration::ZERO,
         };
-        (total_ops, total_allowed, elapsed, latency)
+        (total_ops, total_allowed, elapsed, latency, worst_round_ns)
     })
 }

@@ -76,7 +76,8 @@ FLAGS:
     --workloads LIST    comma-separated workload names (default: all; see --list)
     --threads LIST      comma-separated thread counts (default 1,2,4,8)
     --out DIR           where the results go (default: the workspace's results/)
-    --skip-memory       skip the bytes-per-key and Zipf idle-removal measurements
+    --skip-memory       skip the memory measurements (heap and RSS bytes per key, key
+                        rotation, Zipf idle-key removal)
     --list              print the variants and workloads, then exit
     -h, --help          print this help, then exit
 ";

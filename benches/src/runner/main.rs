@@ -1,6 +1,7 @@
 //! The comparison runner: every slidelimit variant and its peers over one workload matrix,
-//! with throughput, sampled latency percentiles, allowed fractions, memory per key and the
-//! issue's target ratios, written to `results/` as markdown, JSON and SVG.
+//! with throughput, sampled latency percentiles (and, on `zipf`, a bound on the slowest call),
+//! allowed fractions, heap and resident memory per key, tracked keys under key rotation and
+//! the issues' target ratios, written to `results/` as markdown, JSON and SVG.
 //!
 //! `cargo run --release -p slidelimit-bench` runs the default matrix (about three minutes on
 //! two cores); `--help` lists the flags.
@@ -31,6 +32,9 @@ use crate::results::{Config, Report, VariantInfo, WorkloadInfo};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some(memory::CHILD_FLAG) {
+        return memory::child_main(&argv[2..]);
+    }
     let args = match args::parse(argv.iter().skip(1).cloned()) {
         Ok(args) => args,
         Err(message) => {
@@ -102,33 +106,26 @@ fn run(args: &Args, argv: &[String], all_workloads: Vec<Workload>) -> Result<(),
     let mut progress = Progress::new(matrix::count_cells(args, &workloads));
 
     // Memory first: single-threaded and short. Keys are created under uniform-allowed's limit.
-    let (mut memory_rows, mut zipf_rows) = (Vec::new(), Vec::new());
+    let (mut memory_rows, mut rotation_rows, mut zipf_rows) = (Vec::new(), Vec::new(), Vec::new());
     if !args.skip_memory {
-        let uniform = all_workloads
-            .iter()
-            .find(|w| w.name == "uniform-allowed")
-            .ok_or("uniform-allowed workload missing")?;
-        // uniform-allowed's keys and window at each limit of the memory target.
-        let per_key: Vec<Workload> = memory::PER_KEY_LIMITS
-            .iter()
-            .map(|&max_requests| Workload {
-                max_requests,
-                ..uniform.clone()
-            })
-            .collect();
         let zipf_workload = workloads.iter().find(|w| w.name == "zipf");
         let zipf_stream = zipf_workload.map(Workload::stream);
-        progress.note("memory: bytes per key and Zipf idle-key removal …");
+        progress.note(
+            "memory: heap and resident bytes per key, key rotation (a child process each), \
+             Zipf idle-key removal …",
+        );
         let mut run = MemoryRun {
             args,
-            per_key: &per_key,
+            per_key_limits: &memory::PER_KEY_LIMITS,
             zipf: zipf_workload.zip(zipf_stream.as_ref()),
             progress: &progress,
             rows: Vec::new(),
+            rotation_rows: Vec::new(),
             zipf_rows: Vec::new(),
         };
         variants::for_each(&mut run);
         memory_rows = run.rows;
+        rotation_rows = run.rotation_rows;
         zipf_rows = run.zipf_rows;
     }
 
@@ -151,7 +148,7 @@ fn run(args: &Args, argv: &[String], all_workloads: Vec<Workload>) -> Result<(),
     }
 
     let mut targets = targets::evaluate(&cells);
-    targets.extend(targets::evaluate_memory(&memory_rows));
+    targets.extend(targets::evaluate_memory(&memory_rows, &rotation_rows));
     let report = Report {
         machine,
         config: Config {
@@ -166,6 +163,7 @@ fn run(args: &Args, argv: &[String], all_workloads: Vec<Workload>) -> Result<(),
         workloads: workloads.iter().map(WorkloadInfo::from).collect(),
         cells,
         memory: memory_rows,
+        rotation: rotation_rows,
         zipf_memory: zipf_rows,
         targets,
         runtime_s: started.elapsed().as_secs_f64(),

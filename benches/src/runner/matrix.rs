@@ -216,6 +216,7 @@ fn to_result(
             p999: hist.value_at_quantile(0.999),
             max: hist.max(),
         },
+        worst_call_bound_ns: outcome.worst_round_ns,
         tracked_keys,
         trials_mops: Vec::new(),
     }

@@ -1,26 +1,39 @@
-//! Memory: live heap bytes per tracked key for each variant, and the Zipf workload's memory
-//! before and after `remove_idle`, through a counting global allocator.
+//! Memory: per variant, the live heap bytes per tracked key (counted by a global allocator)
+//! beside the process's resident-memory growth per key; the tracked-key count and memory
+//! while keys rotate at a steady active population; and the Zipf workload's memory before and
+//! after `remove_idle`.
 //!
 //! The counter is `stats_alloc`'s wrapper around the system allocator (the workspace forbids
 //! `unsafe`, so the runner cannot implement `GlobalAlloc` itself). It counts requested bytes
 //! (allocator headers and rounding are not included) and adds two atomic adds to every
 //! allocation in the whole run, timed cells included; only allocating paths pay them (new
-//! keys, the seed's deques), the steady hot path of every variant allocates nothing.
+//! keys, the seed's deques), the steady hot path of every variant allocates nothing. Memory
+//! the map or its reclamation scheme has retired but not yet freed (papaya's old tables,
+//! seize's deferred entries) is still allocated, so it is counted.
+//!
+//! Resident memory is `VmRSS` from `/proc/self/status`: what the heap costs once the
+//! allocator's headers, rounding, fragmentation and freed-but-kept pages are added. A process
+//! that measured other variants first would start with a heap full of their freed pages, so
+//! each (variant, limit) and each rotation runs in a fresh child: the runner re-executes its
+//! own binary with a hidden `--memory-child` flag, and the child prints its figures as one
+//! JSON line.
 
 use std::alloc::System;
+use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+use serde::{Deserialize, Serialize};
 use slidelimit_bench::clock::BenchClock;
 use slidelimit_bench::drive;
 use slidelimit_bench::rng::mix64;
 use slidelimit_bench::target::Target;
-use slidelimit_bench::variants::{Context, Family, Meta, Visitor};
-use slidelimit_bench::workload::{KeyStream, Mix, Workload};
+use slidelimit_bench::variants::{self, Context, Family, Meta, Visitor};
+use slidelimit_bench::workload::{self, KeyStream, Mix, Workload};
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
 
 use crate::args::Args;
 use crate::matrix::{selected, Progress};
-use crate::results::{MemoryRow, ZipfMemoryRow};
+use crate::results::{MemoryRow, RotationRow, ZipfMemoryRow};
 
 #[global_allocator]
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
@@ -33,31 +46,58 @@ fn live_bytes() -> i64 {
         + i64::try_from(stats.bytes_reallocated).unwrap_or(0)
 }
 
+/// This process's resident memory (`VmRSS`), bytes; None where `/proc` does not say.
+fn resident_bytes() -> Option<i64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// Keys created for the bytes-per-key figure (fewer for large limits: see [`keys_for`]).
-pub const KEYS: usize = 100_000;
+pub const KEYS: usize = 200_000;
 /// The limits (`N`) the bytes-per-key figure is measured at.
 pub const PER_KEY_LIMITS: [u64; 3] = [1, 32, 1000];
 
 /// Keys for a full-window measurement at limit `n`: at most ten million calls in all.
-fn keys_for(n: u64) -> usize {
+#[must_use]
+pub fn keys_for(n: u64) -> usize {
     KEYS.min(usize::try_from(10_000_000 / n.max(1)).unwrap_or(KEYS))
 }
 /// Calls made on the Zipf stream before measuring removal.
 pub const ZIPF_OPS: u64 = 2_000_000;
 
-/// Measures bytes per key for every selected variant (the floor excepted) on `per_key`'s
-/// limit, and the Zipf removal figures on `zipf` (if given).
+/// Rotation: keys in rotation at any time (each called once per window).
+pub const ROTATION_ACTIVE: usize = 50_000;
+/// Rotation: windows each key stays in rotation before it is never seen again.
+pub const ROTATION_LIFETIME_WINDOWS: usize = 8;
+/// Rotation: windows run (three lifetimes: the population is steady after the first).
+pub const ROTATION_WINDOWS: usize = 24;
+/// Rotation: the window, in the limiter's units (nanoseconds of the fake clock: 4000 ticks).
+const ROTATION_WINDOW: u64 = 4_000_000;
+/// Rotation: the limit per window (every call admitted: each key gets one call a window).
+const ROTATION_MAX_REQUESTS: u64 = 32;
+/// Rotation: `tracked_keys` is read once per this many calls.
+const ROTATION_PROBE_EVERY: usize = 64;
+
+/// The hidden flag that makes the runner a memory child.
+pub const CHILD_FLAG: &str = "--memory-child";
+
+/// Measures every selected variant (the floor excepted): bytes per key in a child per limit,
+/// the rotation in a child per variant (ours only), and the Zipf removal in this process.
 pub struct MemoryRun<'a> {
     /// The run's flags.
     pub args: &'a Args,
-    /// The workloads whose limits the per-key keys are created under.
-    pub per_key: &'a [Workload],
+    /// The limits the per-key keys are created under (uniform-allowed's window and keys).
+    pub per_key_limits: &'a [u64],
     /// The Zipf workload and its stream, if selected.
     pub zipf: Option<(&'a Workload, &'a KeyStream)>,
     /// Progress display.
     pub progress: &'a Progress,
     /// Bytes per key.
     pub rows: Vec<MemoryRow>,
+    /// Rotation.
+    pub rotation_rows: Vec<RotationRow>,
     /// Zipf removal.
     pub zipf_rows: Vec<ZipfMemoryRow>,
 }
@@ -67,16 +107,53 @@ impl Visitor for MemoryRun<'_> {
         if !selected(self.args, meta) || meta.family == Family::Floor {
             return;
         }
-        for workload in self.per_key {
-            if !(meta.supports)(workload) {
+        for &n in self.per_key_limits {
+            let Ok(workload) = per_key_workload(n) else {
+                continue;
+            };
+            if !(meta.supports)(&workload) {
                 continue;
             }
-            self.rows.push(per_key(meta, workload, make));
-            let row = self.rows.last().expect("just pushed");
-            self.progress.note(&format!(
-                "memory · {} · N = {}: {:.0} B/key after one hit, {:.0} B/key with a full window",
-                meta.name, row.max_requests, row.bytes_per_key_one_hit, row.bytes_per_key_full
-            ));
+            match spawn_child::<PerKeyChild>(&["per-key", meta.name, &n.to_string()]) {
+                Ok(child) => {
+                    let row = child.row(meta, &workload);
+                    self.progress.note(&format!(
+                        "memory · {} · N = {}: heap {:.0} B/key after one hit, {:.0} with a full \
+                         window; RSS {} B/key ({} × heap)",
+                        meta.name,
+                        row.max_requests,
+                        row.bytes_per_key_one_hit,
+                        row.bytes_per_key_full,
+                        opt(row.rss_bytes_per_key.map(|r| format!("{r:.0}"))),
+                        opt(row.rss_over_heap.map(|r| format!("{r:.2}"))),
+                    ));
+                    self.rows.push(row);
+                }
+                Err(e) => self
+                    .progress
+                    .note(&format!("memory · {} · N = {n}: {e}", meta.name)),
+            }
+        }
+        if meta.family == Family::Ours {
+            match spawn_child::<RotationChild>(&["rotation", meta.name]) {
+                Ok(child) => {
+                    let row = child.row(meta);
+                    self.progress.note(&format!(
+                        "memory · {} · rotation: {} active keys, at most {} tracked ({} ×); \
+                         heap {:.0} B, RSS {} B per active key",
+                        meta.name,
+                        row.active_keys,
+                        opt(row.max_tracked),
+                        opt(row.max_tracked_over_active.map(|r| format!("{r:.2}"))),
+                        row.heap_bytes_per_active_key,
+                        opt(row.rss_bytes_per_active_key.map(|r| format!("{r:.0}"))),
+                    ));
+                    self.rotation_rows.push(row);
+                }
+                Err(e) => self
+                    .progress
+                    .note(&format!("memory · {} · rotation: {e}", meta.name)),
+            }
         }
         if let Some((zipf, stream)) = self.zipf {
             if (meta.supports)(zipf) {
@@ -96,46 +173,283 @@ impl Visitor for MemoryRun<'_> {
     }
 }
 
-fn opt(v: Option<usize>) -> String {
+fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "?".to_owned(), |v| v.to_string())
 }
 
+/// uniform-allowed's keys and window at limit `n`.
+fn per_key_workload(n: u64) -> Result<Workload, String> {
+    let uniform = workload::find("uniform-allowed").ok_or("uniform-allowed workload missing")?;
+    Ok(Workload {
+        max_requests: n,
+        ..uniform
+    })
+}
+
+/// The rotation's limit, on uniform-allowed's keys otherwise.
+fn rotation_workload() -> Result<Workload, String> {
+    let uniform = workload::find("uniform-allowed").ok_or("uniform-allowed workload missing")?;
+    Ok(Workload {
+        max_requests: ROTATION_MAX_REQUESTS,
+        window_ns: ROTATION_WINDOW,
+        ..uniform
+    })
+}
+
+/// Runs this binary as a memory child with `what` and parses the JSON line it prints.
+fn spawn_child<R: for<'de> Deserialize<'de>>(what: &[&str]) -> Result<R, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the runner: {e}"))?;
+    let out = Command::new(exe)
+        .arg(CHILD_FLAG)
+        .args(what)
+        .output()
+        .map_err(|e| format!("cannot start the memory child: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "the memory child failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).map_err(|e| format!("the memory child said {line:?}: {e}"))
+}
+
+/// The memory child's entry point: `argv` is what follows [`CHILD_FLAG`]. Prints one JSON
+/// line.
+#[must_use]
+pub fn child_main(argv: &[String]) -> ExitCode {
+    let result = match argv {
+        // An optional key count after the limit, for trying other sizes by hand.
+        [kind, variant, n, rest @ ..] if kind == "per-key" && rest.len() <= 1 => n
+            .parse::<u64>()
+            .map_err(|_| format!("bad limit {n:?}"))
+            .and_then(|n| {
+                let keys = match rest {
+                    [keys] => keys
+                        .parse()
+                        .map_err(|_| format!("bad key count {keys:?}"))?,
+                    _ => keys_for(n),
+                };
+                Ok((per_key_workload(n)?, keys))
+            })
+            .and_then(|(workload, keys)| {
+                let mut child = PerKeyVisit {
+                    variant,
+                    workload: &workload,
+                    keys,
+                    out: None,
+                };
+                variants::for_each(&mut child);
+                child.out.ok_or_else(|| format!("no variant {variant:?}"))
+            }),
+        [kind, variant] if kind == "rotation" => rotation_workload().and_then(|workload| {
+            let mut child = RotationVisit {
+                variant,
+                workload: &workload,
+                out: None,
+            };
+            variants::for_each(&mut child);
+            child.out.ok_or_else(|| format!("no variant {variant:?}"))
+        }),
+        _ => Err(format!(
+            "usage: {CHILD_FLAG} per-key VARIANT N [KEYS] | {CHILD_FLAG} rotation VARIANT"
+        )),
+    };
+    match result {
+        Ok(json) => {
+            println!("{json}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+struct PerKeyVisit<'a> {
+    variant: &'a str,
+    workload: &'a Workload,
+    keys: usize,
+    out: Option<String>,
+}
+
+impl Visitor for PerKeyVisit<'_> {
+    fn visit<T: Target + 'static>(&mut self, meta: &Meta, make: &dyn Fn(&Context<'_>) -> T) {
+        if meta.name == self.variant {
+            let child = per_key(self.workload, self.keys, make);
+            self.out = serde_json::to_string(&child).ok();
+        }
+    }
+}
+
+struct RotationVisit<'a> {
+    variant: &'a str,
+    workload: &'a Workload,
+    out: Option<String>,
+}
+
+impl Visitor for RotationVisit<'_> {
+    fn visit<T: Target + 'static>(&mut self, meta: &Meta, make: &dyn Fn(&Context<'_>) -> T) {
+        if meta.name == self.variant {
+            let child = rotation(self.workload, make);
+            self.out = serde_json::to_string(&child).ok();
+        }
+    }
+}
+
+/// What a per-key child measured (totals, bytes).
+#[derive(Debug, Serialize, Deserialize)]
+struct PerKeyChild {
+    keys: usize,
+    tracked: Option<usize>,
+    heap_one_hit: i64,
+    heap_full: i64,
+    heap_settled: i64,
+    rss_settled: Option<i64>,
+}
+
+impl PerKeyChild {
+    fn row(&self, meta: &Meta, workload: &Workload) -> MemoryRow {
+        let per = |bytes: i64| bytes as f64 / self.tracked.unwrap_or(self.keys).max(1) as f64;
+        let heap = per(self.heap_settled);
+        let rss = self.rss_settled.map(per);
+        MemoryRow {
+            variant: meta.name,
+            limit: workload.describe_limit(),
+            max_requests: workload.max_requests,
+            keys: self.keys,
+            tracked: self.tracked,
+            bytes_per_key_one_hit: per(self.heap_one_hit),
+            bytes_per_key_full: per(self.heap_full),
+            heap_bytes_per_key_settled: heap,
+            rss_bytes_per_key: rss,
+            rss_over_heap: rss.map(|r| r / heap),
+        }
+    }
+}
+
+/// Creates `keys` keys at one tick, one hit each, then fills their windows; then one
+/// `remove_idle` (nothing is idle: it only runs the sweep's walk) and one `allowed` per key,
+/// so that deferred frees have had their chance, before heap and resident memory are read.
 fn per_key<T: Target>(
-    meta: &Meta,
     workload: &Workload,
+    keys: usize,
     make: &dyn Fn(&Context<'_>) -> T,
-) -> MemoryRow {
+) -> PerKeyChild {
     // Every hit at tick 1: nothing expires, so each key ends with exactly the hits it got.
     let clock = BenchClock::fake();
     clock.tick();
     let now = clock.now();
+    let rss_base = resident_bytes();
     let base = live_bytes();
     let target = make(&Context {
         workload,
         clock: &clock,
     });
-    let keys = keys_for(workload.max_requests);
     for k in 0..keys as u64 {
         let _ = target.check_and_hit(mix64(k), now);
     }
-    let one = live_bytes() - base;
+    let heap_one_hit = live_bytes() - base;
     let tracked = target.tracked_keys();
     for _ in 1..workload.max_requests {
         for k in 0..keys as u64 {
             let _ = target.check_and_hit(mix64(k), now);
         }
     }
-    let full = live_bytes() - base;
+    let heap_full = live_bytes() - base;
+    let _ = target.remove_idle(now);
+    for k in 0..keys as u64 {
+        let _ = target.allowed(mix64(k), now);
+    }
+    let heap_settled = live_bytes() - base;
+    let rss_settled = resident_bytes()
+        .zip(rss_base)
+        .map(|(after, before)| after - before);
     drop(target);
-    let per = |bytes: i64| bytes as f64 / tracked.unwrap_or(keys).max(1) as f64;
-    MemoryRow {
-        variant: meta.name,
-        limit: workload.describe_limit(),
-        max_requests: workload.max_requests,
+    PerKeyChild {
         keys,
         tracked,
-        bytes_per_key_one_hit: per(one),
-        bytes_per_key_full: per(full),
+        heap_one_hit,
+        heap_full,
+        heap_settled,
+        rss_settled,
+    }
+}
+
+/// What a rotation child measured (totals, bytes).
+#[derive(Debug, Serialize, Deserialize)]
+struct RotationChild {
+    calls: u64,
+    max_tracked: Option<usize>,
+    final_tracked: Option<usize>,
+    heap_max: i64,
+    heap_end: i64,
+    rss_end: Option<i64>,
+}
+
+impl RotationChild {
+    fn row(&self, meta: &Meta) -> RotationRow {
+        let active = ROTATION_ACTIVE as f64;
+        RotationRow {
+            variant: meta.name,
+            active_keys: ROTATION_ACTIVE,
+            lifetime_windows: ROTATION_LIFETIME_WINDOWS,
+            windows: ROTATION_WINDOWS,
+            calls: self.calls,
+            max_tracked: self.max_tracked,
+            final_tracked: self.final_tracked,
+            max_tracked_over_active: self.max_tracked.map(|t| t as f64 / active),
+            heap_bytes_per_active_key: self.heap_end as f64 / active,
+            max_heap_bytes_per_active_key: self.heap_max as f64 / active,
+            rss_bytes_per_active_key: self.rss_end.map(|r| r as f64 / active),
+        }
+    }
+}
+
+/// Keys rotate at a steady active population: in window `w`, the keys
+/// `w·A/L .. w·A/L + A` are each called once (`A` = [`ROTATION_ACTIVE`], `L` =
+/// [`ROTATION_LIFETIME_WINDOWS`]), spread evenly over the window; so each key is called once
+/// a window for `L` windows and then never again, and `A/L` new keys join every window.
+fn rotation<T: Target>(workload: &Workload, make: &dyn Fn(&Context<'_>) -> T) -> RotationChild {
+    let clock = BenchClock::fake();
+    let rss_base = resident_bytes();
+    let base = live_bytes();
+    let target = make(&Context {
+        workload,
+        clock: &clock,
+    });
+    let active = ROTATION_ACTIVE as u64;
+    let joining = active / ROTATION_LIFETIME_WINDOWS as u64;
+    let spacing = ROTATION_WINDOW / active;
+    let (mut max_tracked, mut heap_max, mut calls) = (None, 0i64, 0u64);
+    for window in 0..ROTATION_WINDOWS as u64 {
+        let first_key = window * joining;
+        for j in 0..active {
+            let now = window * ROTATION_WINDOW + j * spacing;
+            let _ = target.check_and_hit(mix64(first_key + j), now);
+            calls += 1;
+            if j as usize % ROTATION_PROBE_EVERY == 0 {
+                max_tracked = max_tracked.max(target.tracked_keys());
+                heap_max = heap_max.max(live_bytes() - base);
+            }
+        }
+    }
+    let final_tracked = target.tracked_keys();
+    let heap_end = live_bytes() - base;
+    let rss_end = resident_bytes()
+        .zip(rss_base)
+        .map(|(after, before)| after - before);
+    drop(target);
+    RotationChild {
+        calls,
+        max_tracked: max_tracked.max(final_tracked),
+        final_tracked,
+        heap_max: heap_max.max(heap_end),
+        heap_end,
+        rss_end,
     }
 }
 

@@ -122,8 +122,56 @@ pub fn stdout_tables(report: &Report) -> String {
         for m in &report.memory {
             let _ = writeln!(
                 out,
-                "{:<16} {:>8.0} B/key after 1 hit   {:>8.0} B/key with a full window ({})",
-                m.variant, m.bytes_per_key_one_hit, m.bytes_per_key_full, m.limit
+                "{:<20} N = {:<4} heap {:>6.0} B/key after 1 hit, {:>6.0} full   RSS {:>6} B/key ({} × heap)",
+                m.variant,
+                m.max_requests,
+                m.bytes_per_key_one_hit,
+                m.bytes_per_key_full,
+                opt(m.rss_bytes_per_key.map(|r| format!("{r:.0}"))),
+                opt(m.rss_over_heap.map(|r| format!("{r:.2}")))
+            );
+        }
+    }
+    if !report.rotation.is_empty() {
+        let r0 = &report.rotation[0];
+        let _ = writeln!(
+            out,
+            "\n== Key rotation ({} active keys, each for {} windows, {} windows)",
+            r0.active_keys, r0.lifetime_windows, r0.windows
+        );
+        for r in &report.rotation {
+            let _ = writeln!(
+                out,
+                "{:<20} tracked at most {:>8} ({:>5} × active)   heap {:>5.0} B (peak {:>5.0})   RSS {:>5} B per active key",
+                r.variant,
+                opt(r.max_tracked),
+                opt(r.max_tracked_over_active.map(|x| format!("{x:.2}"))),
+                r.heap_bytes_per_active_key,
+                r.max_heap_bytes_per_active_key,
+                opt(r.rss_bytes_per_active_key.map(|x| format!("{x:.0}")))
+            );
+        }
+    }
+    let worst: Vec<_> = report
+        .cells
+        .iter()
+        .filter(|c| c.worst_call_bound_ns.is_some())
+        .collect();
+    if !worst.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n== The slowest call (every call covered: slowest round of {} calls)",
+            report.config.sample_every
+        );
+        for c in worst {
+            let _ = writeln!(
+                out,
+                "{:<16} {:<20} {}t  sampled max {:>9}   every call ≤ {:>9}",
+                c.workload,
+                c.variant,
+                c.threads,
+                human_ns(c.latency.max),
+                opt(c.worst_call_bound_ns.map(human_ns))
             );
         }
     }
@@ -148,6 +196,134 @@ pub fn stdout_tables(report: &Report) -> String {
     }
     let _ = writeln!(out, "\nTotal runtime: {:.0} s.", report.runtime_s);
     out
+}
+
+fn memory_markdown(md: &mut String, report: &Report) {
+    let _ = writeln!(md, "## Memory per tracked key\n");
+    let _ = writeln!(
+        md,
+        "Each (variant, N) in a fresh child process: {} keys (fewer at large N: at most ten \
+         million calls) created at one tick under uniform-allowed's window, one hit each, then \
+         N hits each (a full window), then one `remove_idle` and one `allowed` per key so that \
+         deferred frees get their chance. **heap**: live heap bytes per key, requested sizes \
+         counted by the runner's global allocator (memory the map has retired but not yet \
+         freed, papaya's old tables and seize's deferred entries, is still allocated, so it \
+         is counted). **RSS**: the child's resident-memory growth (`VmRSS`) per key at the \
+         same moment as the settled heap figure: the heap plus the allocator's headers, \
+         rounding, fragmentation and freed pages it kept.\n",
+        crate::memory::KEYS
+    );
+    let _ = writeln!(
+        md,
+        "| variant | N | keys | heap B/key after 1 hit | heap B/key, full window | heap B/key, settled | RSS B/key | RSS ÷ heap |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    for r in &report.memory {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {:.0} | {:.0} | {:.0} | {} | {} |",
+            r.variant,
+            r.max_requests,
+            opt(r.tracked),
+            r.bytes_per_key_one_hit,
+            r.bytes_per_key_full,
+            r.heap_bytes_per_key_settled,
+            opt(r.rss_bytes_per_key.map(|x| format!("{x:.0}"))),
+            opt(r.rss_over_heap.map(|x| format!("{x:.2}")))
+        );
+    }
+    let _ = writeln!(md);
+}
+
+fn rotation_markdown(md: &mut String, report: &Report) {
+    let r0 = &report.rotation[0];
+    let _ = writeln!(md, "## Keys rotating at a steady active population\n");
+    let _ = writeln!(
+        md,
+        "Each variant in a fresh child process, one thread, explicit ticks: {active} keys are \
+         in rotation at any time, each called once per window (limit 32 per 4000 ticks, so \
+         every call is admitted) for {life} windows and then never again; {join} new keys join \
+         every window; {windows} windows, {calls} calls. A key must be kept for the window plus \
+         the lateness tolerance (one window by default) after its last call, so at least \
+         about {floor:.2} × the active keys are tracked at any time; the automatic sweep \
+         decides how far above that the count climbs. Tracked keys and heap are read every 64 \
+         calls; RSS is the child's `VmRSS` growth at the end.\n",
+        active = r0.active_keys,
+        life = r0.lifetime_windows,
+        join = r0.active_keys / r0.lifetime_windows.max(1),
+        windows = r0.windows,
+        calls = r0.calls,
+        floor = 1.0 + 2.0 / r0.lifetime_windows.max(1) as f64,
+    );
+    let _ = writeln!(
+        md,
+        "| variant | most keys tracked | ÷ active | keys at the end | heap B per active key, end | heap B per active key, peak | RSS B per active key, end |"
+    );
+    let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|");
+    for r in &report.rotation {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {:.0} | {:.0} | {} |",
+            r.variant,
+            opt(r.max_tracked),
+            opt(r.max_tracked_over_active.map(|x| format!("{x:.2}"))),
+            opt(r.final_tracked),
+            r.heap_bytes_per_active_key,
+            r.max_heap_bytes_per_active_key,
+            opt(r.rss_bytes_per_active_key.map(|x| format!("{x:.0}")))
+        );
+    }
+    let _ = writeln!(md);
+}
+
+/// One table per workload that covers every call: the slowest call per variant.
+fn slowest_call_markdown(md: &mut String, report: &Report) {
+    for w in &report.workloads {
+        let cells: Vec<&CellResult> = report
+            .cells
+            .iter()
+            .filter(|c| c.workload == w.name && c.worst_call_bound_ns.is_some())
+            .collect();
+        if cells.is_empty() {
+            continue;
+        }
+        let _ = writeln!(md, "## {}: the slowest call per variant\n", w.name);
+        let _ = writeln!(
+            md,
+            "**sampled max**: the slowest of the timed calls (one in {every}). **every call ≤**: \
+             each round of {every} consecutive calls on a thread is timed as a whole, so no \
+             call escapes it: the slowest round bounds the slowest single call from above (by \
+             at most the time of the round's other calls, a few microseconds).\n",
+            every = report.config.sample_every
+        );
+        let threads = &report.config.threads;
+        let _ = writeln!(
+            md,
+            "| variant |{} |",
+            threads
+                .iter()
+                .map(|t| format!(" {t}t sampled max | {t}t every call ≤"))
+                .collect::<Vec<_>>()
+                .join(" |")
+        );
+        let _ = writeln!(md, "|---|{}", "---:|---:|".repeat(threads.len()));
+        for variant in variants_on(report, w.name) {
+            let _ = write!(md, "| {variant} |");
+            for &t in threads {
+                let cell = cells
+                    .iter()
+                    .find(|c| c.variant == variant && c.threads == t);
+                let _ = write!(
+                    md,
+                    " {} | {} |",
+                    opt(cell.map(|c| human_ns(c.latency.max))),
+                    opt(cell.and_then(|c| c.worst_call_bound_ns).map(human_ns))
+                );
+            }
+            let _ = writeln!(md);
+        }
+        let _ = writeln!(md);
+    }
 }
 
 /// The markdown results file.
@@ -270,21 +446,34 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
             "{} · {} · {} · {} clock. {}\n",
             w.keys, w.limit, w.mix, w.clock, w.about
         );
+        // Workloads that cover every call get the bound on the slowest one beside the
+        // sampled max.
+        let covered = report
+            .cells
+            .iter()
+            .any(|cell| cell.workload == w.name && cell.worst_call_bound_ns.is_some());
         let _ = writeln!(
             md,
-            "| variant | threads | M decisions/s | ns/decision | allowed | p50 | p99 | p99.9 | max | samples | keys after |"
+            "| variant | threads | M decisions/s | ns/decision | allowed | p50 | p99 | p99.9 | max |{} samples | keys after |",
+            if covered { " every call ≤ |" } else { "" }
         );
         let _ = writeln!(
             md,
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|{}---:|---:|",
+            if covered { "---:|" } else { "" }
         );
         for variant in variants_on(report, w.name) {
             for &t in &c.threads {
                 if let Some(cell) = find(report, w.name, variant, t) {
                     let l = cell.latency;
+                    let bound = if covered {
+                        format!(" {} |", opt(cell.worst_call_bound_ns.map(human_ns)))
+                    } else {
+                        String::new()
+                    };
                     let _ = writeln!(
                         md,
-                        "| {} | {} | {:.2} | {:.1} | {:.1}% | {} | {} | {} | {} | {} | {} |",
+                        "| {} | {} | {:.2} | {:.1} | {:.1}% | {} | {} | {} | {} |{} {} | {} |",
                         variant,
                         t,
                         cell.mops,
@@ -294,6 +483,7 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
                         human_ns(l.p99),
                         human_ns(l.p999),
                         human_ns(l.max),
+                        bound,
                         l.samples,
                         opt(cell.tracked_keys)
                     );
@@ -304,31 +494,12 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
     }
 
     if !report.memory.is_empty() {
-        let _ = writeln!(md, "## Memory per tracked key\n");
-        let _ = writeln!(
-            md,
-            "Live heap bytes (requested sizes, counted by the runner's global allocator) per \
-             key, {} keys created at one tick under {}.\n",
-            crate::memory::KEYS,
-            report.memory[0].limit
-        );
-        let _ = writeln!(
-            md,
-            "| variant | B/key after 1 hit | B/key with a full window | keys tracked |"
-        );
-        let _ = writeln!(md, "|---|---:|---:|---:|");
-        for r in &report.memory {
-            let _ = writeln!(
-                md,
-                "| {} | {:.0} | {:.0} | {} |",
-                r.variant,
-                r.bytes_per_key_one_hit,
-                r.bytes_per_key_full,
-                opt(r.tracked)
-            );
-        }
-        let _ = writeln!(md);
+        memory_markdown(&mut md, report);
     }
+    if !report.rotation.is_empty() {
+        rotation_markdown(&mut md, report);
+    }
+    slowest_call_markdown(&mut md, report);
     if !report.zipf_memory.is_empty() {
         let _ = writeln!(md, "## Zipf: memory before and after `remove_idle`\n");
         let _ = writeln!(

@@ -21,6 +21,8 @@ pub struct Report {
     pub cells: Vec<CellResult>,
     /// Bytes per tracked key.
     pub memory: Vec<MemoryRow>,
+    /// Keys rotating at a steady active population.
+    pub rotation: Vec<RotationRow>,
     /// The Zipf workload's memory before and after idle keys are removed.
     pub zipf_memory: Vec<ZipfMemoryRow>,
     /// The targets, computed from this run.
@@ -149,6 +151,10 @@ pub struct CellResult {
     pub allowed_fraction: f64,
     /// Sampled per-call latency.
     pub latency: Latency,
+    /// Where the workload covers every call (`zipf`): the slowest round of 16 consecutive
+    /// calls on one thread, nanoseconds, an upper bound on the slowest single call (the
+    /// sampled `max` sees one call in 16). None elsewhere.
+    pub worst_call_bound_ns: Option<u64>,
     /// Keys held after the run, where the variant says.
     pub tracked_keys: Option<usize>,
     /// Every trial's throughput, millions per second.
@@ -172,6 +178,41 @@ pub struct MemoryRow {
     pub bytes_per_key_one_hit: f64,
     /// Live heap bytes per key after `max_requests` hits on each (a full window).
     pub bytes_per_key_full: f64,
+    /// Live heap bytes per key when resident memory is read: the full window, after one
+    /// `remove_idle` and one `allowed` per key gave deferred frees their chance (memory the
+    /// map has retired but not yet freed is still counted).
+    pub heap_bytes_per_key_settled: f64,
+    /// The child process's resident-memory growth (`VmRSS`) per key at the same moment.
+    pub rss_bytes_per_key: Option<f64>,
+    /// `rss_bytes_per_key / heap_bytes_per_key_settled`.
+    pub rss_over_heap: Option<f64>,
+}
+
+/// Keys rotating at a steady active population, for one variant (in a child process).
+#[derive(Debug, Serialize)]
+pub struct RotationRow {
+    /// The variant.
+    pub variant: &'static str,
+    /// Keys in rotation at any time, each called once per window.
+    pub active_keys: usize,
+    /// Windows each key stays in rotation before it is never seen again.
+    pub lifetime_windows: usize,
+    /// Windows run.
+    pub windows: usize,
+    /// Calls made.
+    pub calls: u64,
+    /// The most keys the variant said it tracked (read every 64 calls).
+    pub max_tracked: Option<usize>,
+    /// Keys tracked at the end.
+    pub final_tracked: Option<usize>,
+    /// `max_tracked / active_keys`.
+    pub max_tracked_over_active: Option<f64>,
+    /// Live heap bytes at the end, per active key.
+    pub heap_bytes_per_active_key: f64,
+    /// The most live heap bytes seen (read every 64 calls), per active key.
+    pub max_heap_bytes_per_active_key: f64,
+    /// The child's resident-memory growth at the end, per active key.
+    pub rss_bytes_per_active_key: Option<f64>,
 }
 
 /// The Zipf workload's memory around one `remove_idle`.

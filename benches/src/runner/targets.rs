@@ -1,6 +1,8 @@
 //! The hot-path issue's targets, as ratios computed from this run's cells and memory rows.
 
-use crate::results::{CellResult, MemoryRow, TargetCheck, Verdict};
+use slidelimit_bench::variants::{self, Family};
+
+use crate::results::{CellResult, MemoryRow, RotationRow, TargetCheck, Verdict};
 
 fn cell<'a>(
     cells: &'a [CellResult],
@@ -139,10 +141,83 @@ pub fn evaluate(cells: &[CellResult]) -> Vec<TargetCheck> {
         .collect()
 }
 
-/// The memory target: the lock-free exact log holds at most `8·N + 160` live heap bytes per
-/// key (the key map's share included) with a full window of `N` hits.
+/// Whether `variant` is one of slidelimit's limiters (not a peer or the floor).
+fn is_ours(variant: &str) -> bool {
+    variants::metas()
+        .iter()
+        .any(|m| m.name == variant && m.family == Family::Ours)
+}
+
+fn verdict_at_most(ratio: Option<f64>, bound: f64) -> Verdict {
+    match ratio {
+        None => Verdict::NotRun,
+        Some(r) if r <= bound => Verdict::Met,
+        Some(_) => Verdict::Missed,
+    }
+}
+
+/// The memory targets. The lock-free exact log holds at most `8·N + 160` live heap bytes per
+/// key (the key map's share included) with a full window of `N` hits. For every one of our
+/// variants, the resident-memory growth per key is at most twice the heap bytes per key (one
+/// row per limit, judged on the worst variant), and under key rotation the tracked keys are
+/// at most twice the active ones (judged on the worst variant).
 #[must_use]
-pub fn evaluate_memory(rows: &[MemoryRow]) -> Vec<TargetCheck> {
+pub fn evaluate_memory(rows: &[MemoryRow], rotation: &[RotationRow]) -> Vec<TargetCheck> {
+    let mut checks = lock_free_budget(rows);
+    for n in crate::memory::PER_KEY_LIMITS {
+        let worst = rows
+            .iter()
+            .filter(|r| r.max_requests == n && is_ours(r.variant))
+            .filter_map(|r| r.rss_over_heap.map(|ratio| (ratio, r)))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        checks.push(TargetCheck {
+            target: format!("RSS ÷ heap bytes per key, N = {n} (worst of ours)"),
+            workload: "memory",
+            threads: 1,
+            ratio: worst.map(|w| w.0),
+            threshold: "<= 2".to_owned(),
+            verdict: verdict_at_most(worst.map(|w| w.0), 2.0),
+            detail: worst.map_or_else(
+                || "needs a resident-memory reading".to_owned(),
+                |(_, r)| {
+                    format!(
+                        "{}: RSS {:.0} vs heap {:.0} B/key",
+                        r.variant,
+                        r.rss_bytes_per_key.unwrap_or(f64::NAN),
+                        r.heap_bytes_per_key_settled
+                    )
+                },
+            ),
+        });
+    }
+    let worst = rotation
+        .iter()
+        .filter(|r| is_ours(r.variant))
+        .filter_map(|r| r.max_tracked_over_active.map(|ratio| (ratio, r)))
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    checks.push(TargetCheck {
+        target: "tracked ÷ active keys under rotation (worst of ours)".to_owned(),
+        workload: "memory",
+        threads: 1,
+        ratio: worst.map(|w| w.0),
+        threshold: "<= 2".to_owned(),
+        verdict: verdict_at_most(worst.map(|w| w.0), 2.0),
+        detail: worst.map_or_else(
+            || "needs the rotation run".to_owned(),
+            |(_, r)| {
+                format!(
+                    "{}: at most {} tracked vs {} active",
+                    r.variant,
+                    r.max_tracked.unwrap_or(0),
+                    r.active_keys
+                )
+            },
+        ),
+    });
+    checks
+}
+
+fn lock_free_budget(rows: &[MemoryRow]) -> Vec<TargetCheck> {
     rows.iter()
         .filter(|row| row.variant == "lock-free")
         .map(|row| {
