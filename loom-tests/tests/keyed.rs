@@ -301,7 +301,8 @@ fn m7_bucket_seal_vs_writer() {
 }
 
 /// M6: a late writer below the watermark is refused. The key's last hit is at 5; a sweep at
-/// 30 may remove it, raising the key's watermark to 15 first. A late `check_and_hit(12)`
+/// 30 may remove it, leaving a tombstone at 14 first (the removal floor only rises to the
+/// observed time, the key's creation at 5). A late `check_and_hit(12)`
 /// (5 is live for it) must be refused whether it meets the old entry, a retired one, or a
 /// fresh one created after the removal (which carries the watermark). A current
 /// `check_and_hit(31)` on the main thread, after the late one, is always admitted.
@@ -402,6 +403,16 @@ fn mutant_seal_without_restore_caught_by_m5() {
 #[should_panic(expected = "window oracle:")]
 fn mutant_buckets_seal_without_recheck_caught_by_m7() {
     m7_bucket_seal_vs_writer();
+}
+
+/// X11: a sweeper that leaves a removed key's tombstone only after unlinking it lets a late
+/// writer re-create the key in between with the bare floor, and admit a hit that the
+/// forgotten one still counts against.
+#[test]
+#[cfg(slidelimit_loom_mutant = "tombstone_after_unlink")]
+#[should_panic(expected = "window oracle:")]
+fn mutant_tombstone_after_unlink_caught_by_m6() {
+    m6_late_writer_below_watermark();
 }
 
 /// X9: get-then-insert key creation gives two first-time writers an entry each, and both

@@ -204,20 +204,34 @@ where
         self.tombstones
             .sweep_shard(shard, |_, tombstone| tombstone.fresh_from() <= floor);
         let horizon = self.policy.idle_horizon(now);
-        self.map.sweep_shard(shard, |key, entry| {
+        let leave_tombstone = |key: &K, fresh_from: u64| {
+            self.tombstones.get_or_insert_with(
+                key,
+                || super::Tombstone::new(fresh_from),
+                |tombstone| tombstone.raise(fresh_from),
+            );
+        };
+        // Used only by the loom mutant below.
+        let mut left_for_later = Vec::new();
+        let removed = self.map.sweep_shard(shard, |key, entry| {
             let Some(fresh_from) = entry.retire_if_fresh(horizon) else {
                 return false;
             };
             if fresh_from > floor {
-                // Before the unlink, so whoever re-creates the key finds it.
-                self.tombstones.get_or_insert_with(
-                    key,
-                    || super::Tombstone::new(fresh_from),
-                    |tombstone| tombstone.raise(fresh_from),
-                );
+                if cfg!(slidelimit_loom_mutant = "tombstone_after_unlink") {
+                    // Deliberately broken for the loom negative control.
+                    left_for_later.push((key.clone(), fresh_from));
+                } else {
+                    // Before the unlink, so whoever re-creates the key finds it.
+                    leave_tombstone(key, fresh_from);
+                }
             }
             true
-        })
+        });
+        for (key, fresh_from) in left_for_later {
+            leave_tombstone(&key, fresh_from);
+        }
+        removed
     }
 }
 

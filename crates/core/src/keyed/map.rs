@@ -4,7 +4,7 @@
 //! Entries are reached through closures so that both can hand out a reference that lives as
 //! long as the lookup: papaya's guard keeps the entry's memory alive, the stand-in an `Arc`.
 
-use std::hash::{BuildHasher, Hash};
+use std::hash::Hash;
 
 use super::KeyHasher;
 
@@ -45,7 +45,10 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
 
     #[inline]
     fn shard_of(&self, key: &K) -> &std::sync::OnceLock<Shard<K, V>> {
-        &self.shards[super::shard_index(self.hasher.hash_one(key), self.shards.len())]
+        &self.shards[super::shard_index(
+            std::hash::BuildHasher::hash_one(&self.hasher, key),
+            self.shards.len(),
+        )]
     }
 
     /// Runs `f` on the entry of `key`, if there is one.
