@@ -39,11 +39,13 @@ use crate::results::{MemoryRow, RotationRow, ZipfMemoryRow};
 static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 /// Live heap bytes (requested sizes) right now.
+///
+/// `stats_alloc` already adds a `realloc`'s growth to `bytes_allocated` (and its shrinkage to
+/// `bytes_deallocated`); `bytes_reallocated` is the same change again, so it is not added.
 fn live_bytes() -> i64 {
     let stats = GLOBAL.stats();
     let as_i64 = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
     as_i64(stats.bytes_allocated) - as_i64(stats.bytes_deallocated)
-        + i64::try_from(stats.bytes_reallocated).unwrap_or(0)
 }
 
 /// This process's resident memory (`VmRSS`), bytes; None where `/proc` does not say.
@@ -332,8 +334,10 @@ impl PerKeyChild {
 }
 
 /// Creates `keys` keys at one tick, one hit each, then fills their windows; then one
-/// `remove_idle` (nothing is idle: it only runs the sweep's walk) and one `allowed` per key,
-/// so that deferred frees have had their chance, before heap and resident memory are read.
+/// `remove_idle` (nothing is idle: it only runs the sweep's walk) and one more
+/// `check_and_hit` per key (refused: every window is full, so nothing changes; governor has no
+/// `allowed`), so that deferred frees have had their chance, before heap and resident memory
+/// are read.
 fn per_key<T: Target>(
     workload: &Workload,
     keys: usize,
@@ -362,7 +366,7 @@ fn per_key<T: Target>(
     let heap_full = live_bytes() - base;
     let _ = target.remove_idle(now);
     for k in 0..keys as u64 {
-        let _ = target.allowed(mix64(k), now);
+        let _ = target.check_and_hit(mix64(k), now);
     }
     let heap_settled = live_bytes() - base;
     let rss_settled = resident_bytes()

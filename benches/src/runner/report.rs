@@ -204,8 +204,8 @@ fn memory_markdown(md: &mut String, report: &Report) {
         md,
         "Each (variant, N) in a fresh child process: {} keys (fewer at large N: at most ten \
          million calls) created at one tick under uniform-allowed's window, one hit each, then \
-         N hits each (a full window), then one `remove_idle` and one `allowed` per key so that \
-         deferred frees get their chance. **heap**: live heap bytes per key, requested sizes \
+         N hits each (a full window), then one `remove_idle` and one more (refused) \
+         `check_and_hit` per key so that deferred frees get their chance. **heap**: live heap bytes per key, requested sizes \
          counted by the runner's global allocator (memory the map has retired but not yet \
          freed, papaya's old tables and seize's deferred entries, is still allocated, so it \
          is counted). **RSS**: the child's resident-memory growth (`VmRSS`) per key at the \

@@ -179,8 +179,8 @@ pub struct MemoryRow {
     /// Live heap bytes per key after `max_requests` hits on each (a full window).
     pub bytes_per_key_full: f64,
     /// Live heap bytes per key when resident memory is read: the full window, after one
-    /// `remove_idle` and one `allowed` per key gave deferred frees their chance (memory the
-    /// map has retired but not yet freed is still counted).
+    /// `remove_idle` and one more (refused) `check_and_hit` per key gave deferred frees their
+    /// chance (memory the map has retired but not yet freed is still counted).
     pub heap_bytes_per_key_settled: f64,
     /// The child process's resident-memory growth (`VmRSS`) per key at the same moment.
     pub rss_bytes_per_key: Option<f64>,
