@@ -25,18 +25,73 @@
 //! hit is ever lost to a removal, with no extra read-modify-write on the hot path: the seal
 //! is a handshake on each slot word itself.
 //!
+//! # Keeping the ring in time order
+//! All of the fast paths above assume that ring order is time order: the ring, read from its
+//! oldest slot around, holds ascending values ("rotation-sorted"). In-order admissions keep it
+//! so (each writes the newest value over the oldest). A late write (an old timestamp, or a
+//! thread that read its clock, then lost a race) puts an old value where the newest belongs,
+//! and at the limit rate that permutation would persist for ever: each call finds its expired
+//! slot somewhere else and scans O(N) for it. So the algorithm counts the *displacement* of
+//! admissions (the slots an admitting probe passed beyond the cursor's line) and, once it
+//! reaches `RESORT_DISPLACEMENT × N` since the last re-sort, **re-sorts** the ring: every value
+//! in ascending order from slot 0, the cursor at 0. Every form does this at the same calls
+//! of a single-threaded trace (the count is a function of the trace), so they keep taking the
+//! same slots. The atomic form re-sorts under a seal of every slot (`atomic/resort.rs`).
+//!
+//! # Cost of each operation (N = `max_requests`)
+//! | operation | in order (every form) | after disorder |
+//! |---|---|---|
+//! | `check_and_hit`, admitting | 1 probe (a few within the cursor's line) | the probe distance to the first expired slot, until the next re-sort |
+//! | `check_and_hit`, refusing below `blocked_until` | 1 load | 1 load |
+//! | `check_and_hit`, refusing otherwise | locked: 1-2 probes; lock-free: O(N), at most once per admission (below) | O(N) |
+//! | `hit` | locked: 2 probes; lock-free: O(N) | O(N) |
+//! | `allowed` | locked: 1 probe; lock-free: up to O(N) | up to O(N) |
+//! | `status` | locked: O(log N) probes (binary search); lock-free: O(N) | O(N) |
+//! | re-sort | never | O(N log N), at most once per `RESORT_DISPLACEMENT × N` slots of displacement |
+//!
+//! The locked forms know when their ring is rotation-sorted (they see every write, see
+//! [`RingCells::known_order`]); they lose that knowledge on a write that is not the newest
+//! value over the oldest slot (a late write, or the first admission after an idle spell
+//! that began inside the cursor's line) and learn it back on their next full scan that finds
+//! the ring sorted, or at the next re-sort. The lock-free form cannot know it without a
+//! read-modify-write per call (its writers race), so its refusals, `hit` and `status` read
+//! every slot. **Remaining O(N) operations and how often they run:**
+//! - lock-free refusal at a tick past `blocked_until`: one per admission at most (each full
+//!   scan raises `blocked_until` to the oldest hit + W, and only an admission that replaces
+//!   that hit can make the next call scan again);
+//! - lock-free `hit` and `status`: every call (they are not on the admission path);
+//! - a re-sort: O(N log N), run only by an admission that brings the displacement counted
+//!   since the last re-sort to `RESORT_DISPLACEMENT × N`; so the re-sorts cost at most
+//!   O(log N / RESORT_DISPLACEMENT) per slot that slow admissions had already probed, and after
+//!   a late phase the displacement it left costs at most `RESORT_DISPLACEMENT × N + N` probes
+//!   in all before the in-order fast path is back;
+//! - locked refusal, `hit`, `status` while the ring's order is unknown: O(N) each, until a
+//!   full scan finds the ring sorted again (after disorder: at the next re-sort; after an idle
+//!   spell: once a window's worth of in-order writes has replaced the old hits).
+//!
 //! # Guarantees
-//! Slot values only grow while a ring is live (a restore puts back the very value a seal
-//! took), and an admission replaces a value at least `W` older, so two admissions in one slot
-//! are at least `W` apart: by pigeonhole no window of `W` ticks holds more than
-//! `max_requests` admitted hits, in any interleaving and any timestamp order. For
-//! non-decreasing timestamps the answers equal a full sorted log's. `cursor` and
-//! `blocked_until` are hints: they are never the reason for an admission.
+//! Slot values only grow while a ring is live, except in a re-sort (a restore puts back the
+//! very value a seal took), and an admission replaces a value at least `W` older, so two
+//! admissions in one slot are at least `W` apart: by pigeonhole no window of `W` ticks holds
+//! more than `max_requests` admitted hits, in any interleaving and any timestamp order. A
+//! re-sort holds every slot sealed while it permutes the values, so no admission runs during
+//! it and the argument carries over with values in place of slots: each value's history is a
+//! chain of admissions at least `W` apart, and there are `max_requests` chains. For
+//! non-decreasing timestamps the answers equal a full sorted log's. `cursor`,
+//! `blocked_until` and the locked forms' known order are never the reason for an admission;
+//! `blocked_until` stays a lower bound on the oldest value + W through a re-sort (the
+//! multiset of values is unchanged). A decision that rests on reading several slots (a
+//! refusal after a scan, `allowed` false, `status`, the minimum `hit` replaces) is checked
+//! against the re-sort generation read before its first slot: a scan that a re-sort
+//! overlapped may have seen a value twice and missed another, and starts again.
 //!
 //! # Atomic orderings
 //! Safety needs only per-slot coherence and RMW atomicity. Slot loads are `Acquire` and
 //! successful CASes `AcqRel` so that a refusal, the `blocked_until` bound and the sweeper's
-//! seal all happen-after the slot writes they read. The cursor is `Relaxed` (a hint).
+//! seal all happen-after the slot writes they read. The cursor is `Relaxed` (a hint). The
+//! re-sort generation is a seqlock: odd while a re-sort holds the slots, bumped with
+//! `Release` after its last write, read with `Acquire` before and after a scan (see
+//! `atomic/resort.rs`).
 
 mod algorithm;
 mod atomic;
@@ -47,7 +102,7 @@ mod tests;
 pub use atomic::AtomicRing;
 pub use sequential::SequentialRing;
 
-use crate::window::{is_live, WeightError, Window};
+use crate::window::{is_live, Retired, WeightError, Window};
 use crate::Limit;
 
 /// The exact sliding log: never more than `max_requests` hits in any window, answers exact
@@ -141,10 +196,66 @@ pub(super) trait RingCells {
     fn blocked_until(&self) -> u64;
     fn raise_blocked_until(&mut self, tick: u64);
 
+    /// `Some(index)` when the cells know that the ring is rotation-sorted with its oldest
+    /// value at `index` (ascending from there around the ring). Only the sequential form,
+    /// which sees every write, can know it; the atomic form answers `None`. The answer
+    /// only lets the algorithm skip reads: every decision it shortcuts is the one the full
+    /// probe would take, so both forms still take the same slots.
+    fn known_order(&self) -> Option<usize>;
+    /// Adds `slots` to the displacement counted since the last re-sort; returns the total.
+    fn add_displacement(&mut self, slots: u64) -> u64;
+    /// Sorts the slot values in place (ascending from slot 0), sets the cursor to 0 and the
+    /// displacement to 0. The atomic form does it under a seal of every slot and may give up
+    /// (a sweeper's seal, or another re-sort, holds a slot): false.
+    fn resort(&mut self) -> bool;
+    /// The re-sort generation: even and unchanged across a scan means no re-sort moved a
+    /// value during it. Always 0 for the sequential form.
+    fn resort_generation(&self) -> u32;
+    /// Called after reading `SEALED` at `index`: `Err(Retired)` if a sweeper sealed the ring
+    /// (the caller gives up), `Ok` if a re-sort held it (the caller starts again).
+    fn settle_seal(&self, index: usize) -> Result<(), Retired>;
+
     #[inline]
     fn is_sealed(value: u64) -> bool {
         Self::SEALABLE && value == SEALED
     }
+}
+
+/// Whether a scan that read the re-sort generation `before` its first slot saw one
+/// consistent arrangement of the values: no re-sort was under way then, and none has
+/// started since.
+#[inline]
+pub(super) fn scan_is_consistent<C: RingCells>(cells: &C, before: u32) -> bool {
+    before % 2 == 0 && cells.resort_generation() == before
+}
+
+/// Slot reads made by the ring algorithm on this thread, in debug builds (every test build):
+/// lets tests count an operation's work instead of timing it. `None` in release builds,
+/// which do not count. The count includes the reads of a re-sort (one per slot).
+#[must_use]
+pub fn slot_probes_on_this_thread() -> Option<u64> {
+    #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+    {
+        Some(PROBES.with(std::cell::Cell::get))
+    }
+    #[cfg(not(all(debug_assertions, not(slidelimit_loom))))]
+    {
+        None
+    }
+}
+
+#[cfg(all(debug_assertions, not(slidelimit_loom)))]
+thread_local! {
+    static PROBES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `reads` slot reads for [`slot_probes_on_this_thread`] (nothing in release builds).
+#[inline]
+pub(super) fn count_probes(reads: usize) {
+    #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+    PROBES.with(|probes| probes.set(probes.get() + reads as u64));
+    #[cfg(not(all(debug_assertions, not(slidelimit_loom))))]
+    let _ = reads;
 }
 
 pub(super) fn capacity_of(limit: Limit) -> usize {

@@ -12,6 +12,7 @@ mod properties;
 mod race;
 mod reference;
 mod removal;
+mod ring_order;
 mod seal;
 mod seed_examples;
 mod stress;

@@ -1,7 +1,10 @@
 //! The exact log's algorithm, written once over [`RingCells`]: the sequential form runs it on
-//! plain integers, the atomic form on atomics with CAS (see the parent module's docs).
+//! plain integers, the atomic form on atomics with CAS (see the parent module's docs, which
+//! give each operation's cost).
 
-use super::{encode, expired_at_most, slot_is_live, RingCells, EMPTY};
+use super::{
+    count_probes, encode, expired_at_most, scan_is_consistent, slot_is_live, RingCells, EMPTY,
+};
 use crate::sync::retry_hint;
 use crate::window::{Retired, Status, MAX_TICK};
 
@@ -12,12 +15,59 @@ use crate::window::{Retired, Status, MAX_TICK};
 /// admission at 2 threads (measured: 7.2 to 15 M admissions/s on one key).
 const CURSOR_STRIDE: usize = 8;
 
+/// A re-sort runs once the displacement counted since the last one reaches this many times
+/// the capacity. A re-sort costs about as much as a few full scans (a seal and a sort), so at
+/// 4 it at most adds a fraction of the probe work that slow admissions had already done,
+/// while a permutation left by a late phase is gone after at most `5 N` probes.
+pub(super) const RESORT_DISPLACEMENT: u64 = 4;
+
 #[inline]
 fn next_index(index: usize, capacity: usize) -> usize {
     if index + 1 == capacity {
         0
     } else {
         index + 1
+    }
+}
+
+#[inline]
+fn index_after(index: usize, offset: usize, capacity: usize) -> usize {
+    // index, offset < capacity <= 2^24: no overflow.
+    let sum = index + offset;
+    if sum >= capacity {
+        sum - capacity
+    } else {
+        sum
+    }
+}
+
+/// One slot read, counted for the tests.
+#[inline]
+fn probe<C: RingCells>(cells: &C, index: usize) -> u64 {
+    count_probes(1);
+    cells.slot(index)
+}
+
+/// After an admission at `index`, found `distance` slots past the cursor `start`: moves the
+/// cursor on a line crossing, and counts displacement (re-sorting when it is due).
+#[inline]
+fn after_admission<C: RingCells>(cells: &mut C, start: usize, index: usize, distance: usize) {
+    let capacity = cells.capacity();
+    let next = next_index(index, capacity);
+    if next % CURSOR_STRIDE == 0 || index / CURSOR_STRIDE != start / CURSOR_STRIDE {
+        cells.set_cursor(next);
+    }
+    if distance >= CURSOR_STRIDE {
+        displaced(cells, (distance + 1 - CURSOR_STRIDE) as u64);
+    }
+}
+
+#[cold]
+fn displaced<C: RingCells>(cells: &mut C, slots: u64) {
+    let capacity = cells.capacity() as u64;
+    if cells.add_displacement(slots) >= RESORT_DISPLACEMENT.saturating_mul(capacity) {
+        count_probes(cells.capacity());
+        cells.resort();
     }
 }
 
@@ -29,43 +79,109 @@ pub(super) fn check_and_hit<C: RingCells>(cells: &mut C, now: u64) -> Result<boo
     let capacity = cells.capacity();
     let window_ticks = cells.window_ticks();
     let expired_at_most = expired_at_most(window_ticks, now);
-    let start = cells.cursor();
-    let mut index = start;
-    let mut oldest_live = u64::MAX;
-    for _ in 0..capacity {
-        let mut value = cells.slot(index);
-        loop {
-            if value > expired_at_most {
-                if C::is_sealed(value) {
-                    return Err(Retired);
-                }
-                oldest_live = oldest_live.min(value);
-                break;
-            }
-            match cells.replace_slot(index, value, encode(now)) {
-                Ok(()) => {
-                    let next = next_index(index, capacity);
-                    if next % CURSOR_STRIDE == 0 || index / CURSOR_STRIDE != start / CURSOR_STRIDE {
-                        cells.set_cursor(next);
-                    }
-                    return Ok(true);
-                }
-                Err(found) => {
-                    // Lost a race for this slot; it may still be expired for us.
-                    if cfg!(slidelimit_loom_mutant = "ring_cas_loser_refuses") {
-                        return Ok(false);
-                    }
-                    value = found;
-                    retry_hint();
-                }
-            }
+    'call: loop {
+        let start = cells.cursor();
+        if let Some(oldest_at) = cells.known_order() {
+            return Ok(check_and_hit_in_order(
+                cells,
+                now,
+                start,
+                oldest_at,
+                expired_at_most,
+            ));
         }
-        index = next_index(index, capacity);
+        let mut index = start;
+        let mut oldest_live = u64::MAX;
+        // Read before the first slot that a refusal would rest on (see scan_is_consistent);
+        // an admission rests on its CAS alone, so the hot path never reads it.
+        let mut generation = None;
+        for distance in 0..capacity {
+            let mut value = probe(cells, index);
+            loop {
+                if value > expired_at_most {
+                    if C::is_sealed(value) {
+                        cells.settle_seal(index)?;
+                        retry_hint();
+                        continue 'call;
+                    }
+                    if generation.is_none() {
+                        let before = cells.resort_generation();
+                        if before % 2 == 1 {
+                            retry_hint();
+                            continue 'call;
+                        }
+                        generation = Some(before);
+                        value = probe(cells, index);
+                        continue;
+                    }
+                    oldest_live = oldest_live.min(value);
+                    break;
+                }
+                match cells.replace_slot(index, value, encode(now)) {
+                    Ok(()) => {
+                        after_admission(cells, start, index, distance);
+                        return Ok(true);
+                    }
+                    Err(found) => {
+                        // Lost a race for this slot; it may still be expired for us.
+                        if cfg!(slidelimit_loom_mutant = "ring_cas_loser_refuses") {
+                            return Ok(false);
+                        }
+                        value = found;
+                        retry_hint();
+                    }
+                }
+            }
+            index = next_index(index, capacity);
+        }
+        // Every slot was seen live. Unless a re-sort moved values during the scan, each
+        // value read is a lower bound on what some slot holds from then on, so min + W bounds
+        // the first tick at which any slot can expire.
+        let consistent = match generation {
+            Some(before) => {
+                scan_is_consistent(cells, before)
+                    || cfg!(slidelimit_loom_mutant = "resort_unchecked_scan")
+            }
+            None => true,
+        };
+        if !consistent {
+            retry_hint();
+            continue 'call;
+        }
+        cells.raise_blocked_until((oldest_live - 1).saturating_add(window_ticks));
+        return Ok(false);
     }
-    // Every slot was seen live: each value read is a lower bound on that slot while the ring
-    // is live, so min + W bounds the first tick at which any slot can expire.
-    cells.raise_blocked_until((oldest_live - 1).saturating_add(window_ticks));
-    Ok(false)
+}
+
+/// [`check_and_hit`] on cells that know their ring ascends from `oldest_at`: the slots from
+/// the cursor up to `oldest_at` hold the newest hits, ascending, so if the cursor's slot is
+/// live the full probe would pass all of them and stop at `oldest_at` (or refuse there). Two
+/// reads, the same slot and the same displacement as the full probe.
+fn check_and_hit_in_order<C: RingCells>(
+    cells: &mut C,
+    now: u64,
+    start: usize,
+    oldest_at: usize,
+    expired_at_most: u64,
+) -> bool {
+    let capacity = cells.capacity();
+    let mut index = start;
+    let mut value = probe(cells, start);
+    if value > expired_at_most && start != oldest_at {
+        index = oldest_at;
+        value = probe(cells, oldest_at);
+    }
+    if value > expired_at_most {
+        // The oldest value is live, so every value is.
+        let window_ticks = cells.window_ticks();
+        cells.raise_blocked_until((value - 1).saturating_add(window_ticks));
+        return false;
+    }
+    let replaced = cells.replace_slot(index, value, encode(now));
+    debug_assert!(replaced.is_ok(), "only the atomic form's CAS can fail");
+    let distance = (index + capacity - start) % capacity;
+    after_admission(cells, start, index, distance);
+    true
 }
 
 pub(super) fn hit<C: RingCells>(cells: &mut C, now: u64) -> Result<(), Retired> {
@@ -73,21 +189,26 @@ pub(super) fn hit<C: RingCells>(cells: &mut C, now: u64) -> Result<(), Retired> 
     let capacity = cells.capacity();
     loop {
         let start = cells.cursor();
-        let (mut min_index, mut min_value) = (start, cells.slot(start));
-        let mut index = next_index(start, capacity);
-        while index != start && min_value != EMPTY {
-            let value = cells.slot(index);
-            if C::is_sealed(value) {
-                return Err(Retired);
+        let (min_index, min_value) = match cells.known_order() {
+            Some(oldest_at) => {
+                // The first minimum from the cursor, as the scan below would find it: the
+                // cursor's slot if it holds the oldest value, else `oldest_at`.
+                let first = probe(cells, start);
+                let oldest = probe(cells, oldest_at);
+                if first == oldest {
+                    (start, first)
+                } else {
+                    (oldest_at, oldest)
+                }
             }
-            if value < min_value {
-                (min_index, min_value) = (index, value);
-            }
-            index = next_index(index, capacity);
-        }
-        if C::is_sealed(min_value) {
-            return Err(Retired);
-        }
+            None => match minimum_from(cells, start)? {
+                Some(found) => found,
+                None => {
+                    retry_hint();
+                    continue;
+                }
+            },
+        };
         if min_value >= new {
             // Older than every retained hit: it can never change an answer.
             return Ok(());
@@ -100,42 +221,84 @@ pub(super) fn hit<C: RingCells>(cells: &mut C, now: u64) -> Result<(), Retired> 
     }
 }
 
+/// The first minimum slot from `start` (index and value), reading every slot unless it meets
+/// an empty one; `Ok(None)` when a re-sort moved values meanwhile (the caller starts again).
+fn minimum_from<C: RingCells>(
+    cells: &mut C,
+    start: usize,
+) -> Result<Option<(usize, u64)>, Retired> {
+    let capacity = cells.capacity();
+    let before = cells.resort_generation();
+    if before % 2 == 1 {
+        return Ok(None);
+    }
+    let (mut min_index, mut min_value) = (start, probe(cells, start));
+    let mut index = next_index(start, capacity);
+    while index != start && min_value != EMPTY {
+        let value = probe(cells, index);
+        if C::is_sealed(value) {
+            cells.settle_seal(index)?;
+            return Ok(None);
+        }
+        if value < min_value {
+            (min_index, min_value) = (index, value);
+        }
+        index = next_index(index, capacity);
+    }
+    if C::is_sealed(min_value) {
+        cells.settle_seal(min_index)?;
+        return Ok(None);
+    }
+    if !scan_is_consistent(cells, before) {
+        return Ok(None);
+    }
+    Ok(Some((min_index, min_value)))
+}
+
 pub(super) fn allowed<C: RingCells>(cells: &C, now: u64) -> Result<bool, Retired> {
     let now = now.min(MAX_TICK);
     if now < cells.blocked_until() {
         return Ok(false);
     }
     let window_ticks = cells.window_ticks();
-    for index in 0..cells.capacity() {
-        let value = cells.slot(index);
-        if C::is_sealed(value) {
-            return Err(Retired);
-        }
-        if !slot_is_live(value, window_ticks, now) {
-            // Room now, whatever a sweeper does next: a read changes nothing, so it
-            // linearizes at this load.
-            return Ok(true);
-        }
+    if let Some(oldest_at) = cells.known_order() {
+        return Ok(!slot_is_live(probe(cells, oldest_at), window_ticks, now));
     }
-    Ok(false)
+    'call: loop {
+        let before = cells.resort_generation();
+        if before % 2 == 1 {
+            retry_hint();
+            continue;
+        }
+        for index in 0..cells.capacity() {
+            let value = probe(cells, index);
+            if C::is_sealed(value) {
+                cells.settle_seal(index)?;
+                retry_hint();
+                continue 'call;
+            }
+            if !slot_is_live(value, window_ticks, now) {
+                // Room now, whatever a sweeper or a re-sort does next: a read changes
+                // nothing, so it linearizes at this load.
+                return Ok(true);
+            }
+        }
+        if scan_is_consistent(cells, before) {
+            return Ok(false);
+        }
+        retry_hint();
+    }
 }
 
 pub(super) fn status<C: RingCells>(cells: &C, now: u64) -> Result<Status, Retired> {
     let now = now.min(MAX_TICK);
     let window_ticks = cells.window_ticks();
-    let mut count = 0u64;
-    let mut oldest_live = u64::MAX;
-    for index in 0..cells.capacity() {
-        let value = cells.slot(index);
-        if C::is_sealed(value) {
-            return Err(Retired);
-        }
-        if slot_is_live(value, window_ticks, now) {
-            count += 1;
-            oldest_live = oldest_live.min(value);
-        }
-    }
-    let max_requests = cells.capacity() as u64;
+    let capacity = cells.capacity();
+    let (count, oldest_live) = match cells.known_order() {
+        Some(oldest_at) => live_in_order(cells, oldest_at, window_ticks, now),
+        None => live_by_scan(cells, window_ticks, now)?,
+    };
+    let max_requests = capacity as u64;
     let retry_after_ticks = if count < max_requests {
         0
     } else {
@@ -146,6 +309,66 @@ pub(super) fn status<C: RingCells>(cells: &C, now: u64) -> Result<Status, Retire
         remaining: max_requests - count,
         retry_after_ticks,
     })
+}
+
+/// Live count and oldest live value of a ring ascending from `oldest_at`: the expired values
+/// are a prefix from there, found by binary search (O(log N) reads).
+fn live_in_order<C: RingCells>(
+    cells: &C,
+    oldest_at: usize,
+    window_ticks: u64,
+    now: u64,
+) -> (u64, u64) {
+    let capacity = cells.capacity();
+    let (mut expired, mut live_from) = (0, capacity);
+    // Invariant: offsets below `expired` are expired, offsets from `live_from` are live.
+    while expired < live_from {
+        let middle = expired + (live_from - expired) / 2;
+        let value = probe(cells, index_after(oldest_at, middle, capacity));
+        if slot_is_live(value, window_ticks, now) {
+            live_from = middle;
+        } else {
+            expired = middle + 1;
+        }
+    }
+    let oldest_live = if live_from < capacity {
+        probe(cells, index_after(oldest_at, live_from, capacity))
+    } else {
+        u64::MAX
+    };
+    ((capacity - live_from) as u64, oldest_live)
+}
+
+fn live_by_scan<C: RingCells>(
+    cells: &C,
+    window_ticks: u64,
+    now: u64,
+) -> Result<(u64, u64), Retired> {
+    'call: loop {
+        let before = cells.resort_generation();
+        if before % 2 == 1 {
+            retry_hint();
+            continue;
+        }
+        let mut count = 0u64;
+        let mut oldest_live = u64::MAX;
+        for index in 0..cells.capacity() {
+            let value = probe(cells, index);
+            if C::is_sealed(value) {
+                cells.settle_seal(index)?;
+                retry_hint();
+                continue 'call;
+            }
+            if slot_is_live(value, window_ticks, now) {
+                count += 1;
+                oldest_live = oldest_live.min(value);
+            }
+        }
+        if scan_is_consistent(cells, before) {
+            return Ok((count, oldest_live));
+        }
+        retry_hint();
+    }
 }
 
 /// The first tick from which a ring whose newest slot value is `newest` answers every call

@@ -1,6 +1,8 @@
 //! The exact log in atomics: admissions are CASes on slots, never a lock; a sweeper removes
-//! a ring by sealing its slots ([`seal`]).
+//! a ring by sealing its slots ([`seal`]); a re-sort puts the values back in time order under
+//! a seal of its own ([`resort`]).
 
+mod resort;
 mod seal;
 
 use super::algorithm::{allowed, check_and_hit, fresh_from_newest, hit, status};
@@ -12,10 +14,14 @@ use crate::Limit;
 /// The exact log in atomics: admissions are CASes on slots, never a lock.
 ///
 /// The header is what the decision reads before its slot: the slots' address and length,
-/// the window length, the cursor and `blocked_until` (40 bytes, no padding: it shares the key
-/// map's node with the key, so one line brings both).
+/// the window length, the cursor and `blocked_until`, plus the re-sort generation that only
+/// slow paths read (40 bytes, no padding: it shares the key map's node with the key, so one
+/// line brings both).
 #[derive(Debug)]
 pub struct AtomicRing {
+    /// `max_requests` slots, then one word more: the displacement counted since the last
+    /// re-sort (read and written by slow admissions only, so it stays out of the header,
+    /// which has no room left; see [`AtomicRing::slots`]).
     slots: Box<[AtomicU64]>,
     window_ticks: u64,
     /// Every call below this tick is refused: a bound derived from slot values read.
@@ -23,11 +29,17 @@ pub struct AtomicRing {
     /// Index of the slot to probe first (in order, the oldest). A hint only. `u32`: the
     /// capacity is at most 2^24 (`Limit` caps it).
     cursor: AtomicU32,
+    /// The re-sort seqlock: odd while a re-sort holds the slots sealed. See [`resort`].
+    resort_generation: AtomicU32,
     /// Slot CASes lost to another thread, counted on the retry path only: lets the stress
     /// tests show that contention really exercised it. Only in debug builds (the tests), so
     /// a release build's keys do not pay 8 bytes each for it; not modelled under loom.
     #[cfg(all(debug_assertions, not(slidelimit_loom)))]
     lost_races: std::sync::atomic::AtomicU64,
+    /// Re-sorts completed, in debug builds only (like `lost_races`): lets the stress tests
+    /// show that re-sorts really raced writers.
+    #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+    resorts: std::sync::atomic::AtomicU64,
 }
 
 impl AtomicRing {
@@ -35,15 +47,30 @@ impl AtomicRing {
     #[must_use]
     pub fn new(limit: Limit) -> Self {
         Self {
-            slots: (0..capacity_of(limit))
+            // The slots, then the displacement word.
+            slots: (0..=capacity_of(limit))
                 .map(|_| AtomicU64::new(EMPTY))
                 .collect(),
             window_ticks: limit.window_ticks(),
             cursor: AtomicU32::new(0),
             blocked_until: AtomicU64::new(0),
+            resort_generation: AtomicU32::new(0),
             #[cfg(all(debug_assertions, not(slidelimit_loom)))]
             lost_races: std::sync::atomic::AtomicU64::new(0),
+            #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+            resorts: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// The slots, without the displacement word after them.
+    #[inline]
+    fn slots(&self) -> &[AtomicU64] {
+        self.slots.split_last().map_or(&[], |(_, slots)| slots)
+    }
+
+    /// The word after the slots: displacement counted since the last re-sort.
+    fn displacement(&self) -> &AtomicU64 {
+        &self.slots[self.slots.len() - 1]
     }
 
     /// How many slot CASes this ring lost to another thread (each was retried), in debug
@@ -61,11 +88,26 @@ impl AtomicRing {
         }
     }
 
+    /// How many re-sorts this ring completed, in debug builds; `None` in release and loom
+    /// builds, which do not count them.
+    #[must_use]
+    pub fn resorts(&self) -> Option<u64> {
+        #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+        {
+            // Relaxed: a statistic read after the racing threads were joined.
+            Some(self.resorts.load(std::sync::atomic::Ordering::Relaxed))
+        }
+        #[cfg(not(all(debug_assertions, not(slidelimit_loom))))]
+        {
+            None
+        }
+    }
+
     /// The raw slot values (tick + 1, 0 for empty, `u64::MAX` sealed), for quiescent checks
     /// in tests and models.
     #[must_use]
     pub fn slot_values(&self) -> Vec<u64> {
-        self.slots
+        self.slots()
             .iter()
             // Acquire: pairs with the slot CASes, so a quiescent reader sees their values.
             .map(|slot| slot.load(Ordering::Acquire))
@@ -94,7 +136,7 @@ impl<'a> AtomicCells<'a> {
     fn of(ring: &'a AtomicRing) -> Self {
         Self {
             ring,
-            slots: &ring.slots,
+            slots: ring.slots(),
             window_ticks: ring.window_ticks,
         }
     }
@@ -168,6 +210,28 @@ impl RingCells for AtomicCells<'_> {
         // refusal that scanned every slot gets here, never an admission.
         self.ring.blocked_until.fetch_max(tick, Ordering::AcqRel);
     }
+    #[inline]
+    fn known_order(&self) -> Option<usize> {
+        // Writers race: no order is ever known here (see the parent module's docs).
+        None
+    }
+    fn add_displacement(&mut self, slots: u64) -> u64 {
+        // Relaxed: a heuristic count that only decides when to re-sort; no decision about a
+        // request rests on it. Only admissions that probed past the cursor's line pay this RMW.
+        self.ring.displacement().fetch_add(slots, Ordering::Relaxed) + slots
+    }
+    fn resort(&mut self) -> bool {
+        self.ring.resort()
+    }
+    #[inline]
+    fn resort_generation(&self) -> u32 {
+        // Acquire: pairs with the Release increment that ends a re-sort, so the slot reads
+        // after this load see the values that re-sort wrote (see resort.rs).
+        self.ring.resort_generation.load(Ordering::Acquire)
+    }
+    fn settle_seal(&self, index: usize) -> Result<(), Retired> {
+        self.ring.settle_seal(index)
+    }
 }
 
 impl AtomicWindow for AtomicRing {
@@ -191,7 +255,8 @@ impl AtomicWindow for AtomicRing {
     }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         // A look at the slot written last first: most entries a sweep visits are live, and
-        // in time order that slot holds the newest hit. The seal judges every slot itself.
+        // in time order that slot holds the newest hit. The seal judges every slot itself
+        // (a re-sort under way makes it give up: it meets the re-sort's seal).
         let cells = AtomicCells::of(self);
         let capacity = cells.capacity();
         let newest_written = cells.slot((cells.cursor() + capacity - 1) % capacity);

@@ -1,8 +1,8 @@
 //! The exact log in plain integers, for use under a lock.
 
 use super::algorithm::{allowed, check_and_hit, fresh_from_newest, hit, is_fresh_by, status};
-use super::{capacity_of, RingCells, EMPTY};
-use crate::window::{never_sealed, SequentialWindow, Status};
+use super::{capacity_of, slot_is_live, RingCells, EMPTY};
+use crate::window::{never_sealed, Retired, SequentialWindow, Status};
 use crate::Limit;
 
 /// The exact log in plain integers, for use under a lock.
@@ -12,6 +12,14 @@ pub struct SequentialRing {
     window_ticks: u64,
     cursor: usize,
     pub(super) blocked_until: u64,
+    /// How many neighbours `(i, i + 1)`, around the ring, descend (`slots[i] > slots[i + 1]`),
+    /// and the sum of their `i`: kept exact on every write (a write changes two pairs), so
+    /// the ring knows whether it ascends around (at most one descent) and from where (the
+    /// slot after the only descent), in O(1). See `RingCells::known_order`.
+    descents: usize,
+    descent_index_sum: usize,
+    /// Displacement counted since the last re-sort (see the parent module's docs).
+    displacement: u64,
 }
 
 impl SequentialRing {
@@ -23,6 +31,51 @@ impl SequentialRing {
             window_ticks: limit.window_ticks(),
             cursor: 0,
             blocked_until: 0,
+            // All empty: no descent.
+            descents: 0,
+            descent_index_sum: 0,
+            displacement: 0,
+        }
+    }
+
+    /// The index after `index`, around the ring.
+    fn next(&self, index: usize) -> usize {
+        if index + 1 == self.slots.len() {
+            0
+        } else {
+            index + 1
+        }
+    }
+
+    /// Counts the pair `(index, next)` as a descent (`add`) or takes it back.
+    fn count_descent(&mut self, index: usize, next: usize, add: bool) {
+        if self.slots[index] > self.slots[next] {
+            if add {
+                self.descents += 1;
+                self.descent_index_sum += index;
+            } else {
+                self.descents -= 1;
+                self.descent_index_sum -= index;
+            }
+        }
+    }
+
+    /// Recounts every descent (after a re-sort).
+    fn recount_descents(&mut self) {
+        (self.descents, self.descent_index_sum) = (0, 0);
+        if self.slots.len() > 1 {
+            for index in 0..self.slots.len() {
+                self.count_descent(index, self.next(index), true);
+            }
+        }
+    }
+
+    /// The index before `index`, around the ring.
+    fn previous(&self, index: usize) -> usize {
+        if index == 0 {
+            self.slots.len() - 1
+        } else {
+            index - 1
         }
     }
 }
@@ -41,7 +94,17 @@ impl RingCells for SequentialRing {
     fn replace_slot(&mut self, index: usize, current: u64, new: u64) -> Result<(), u64> {
         debug_assert_eq!(self.slots[index], current);
         debug_assert!(new > current, "slot values only grow");
+        if self.slots.len() == 1 {
+            // No pair of distinct neighbours: never a descent.
+            self.slots[index] = new;
+            return Ok(());
+        }
+        let (previous, next) = (self.previous(index), self.next(index));
+        self.count_descent(previous, index, false);
+        self.count_descent(index, next, false);
         self.slots[index] = new;
+        self.count_descent(previous, index, true);
+        self.count_descent(index, next, true);
         Ok(())
     }
     fn cursor(&self) -> usize {
@@ -55,6 +118,32 @@ impl RingCells for SequentialRing {
     }
     fn raise_blocked_until(&mut self, tick: u64) {
         self.blocked_until = self.blocked_until.max(tick);
+    }
+    fn known_order(&self) -> Option<usize> {
+        match self.descents {
+            // Every value equal: ascending from anywhere, so from where the probe starts.
+            0 => Some(self.cursor),
+            // Ascending from the slot after the only descent.
+            1 => Some(self.next(self.descent_index_sum)),
+            _ => None,
+        }
+    }
+    fn add_displacement(&mut self, slots: u64) -> u64 {
+        self.displacement = self.displacement.saturating_add(slots);
+        self.displacement
+    }
+    fn resort(&mut self) -> bool {
+        self.slots.sort_unstable();
+        self.cursor = 0;
+        self.displacement = 0;
+        self.recount_descents();
+        true
+    }
+    fn resort_generation(&self) -> u32 {
+        0
+    }
+    fn settle_seal(&self, _index: usize) -> Result<(), Retired> {
+        unreachable!("a sequential ring holds no SEALED value")
     }
 }
 
@@ -75,10 +164,21 @@ impl SequentialWindow for SequentialRing {
         never_sealed(status(self, now))
     }
     fn fresh_from(&self) -> u64 {
-        let newest = self.slots.iter().copied().max().unwrap_or(EMPTY);
+        let newest = match self.known_order() {
+            // Ascending from the oldest: the newest is just before it.
+            Some(oldest_at) => self.slots[self.previous(oldest_at)],
+            None => self.slots.iter().copied().max().unwrap_or(EMPTY),
+        };
         fresh_from_newest(newest, self.window_ticks)
     }
     fn is_fresh_by(&self, horizon: u64) -> bool {
-        is_fresh_by(self, horizon)
+        match self.known_order() {
+            Some(oldest_at) => !slot_is_live(
+                self.slots[self.previous(oldest_at)],
+                self.window_ticks,
+                horizon,
+            ),
+            None => is_fresh_by(self, horizon),
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! Unit tests of the exact log's arithmetic and of the two storages taking the same slots.
 
+use super::algorithm::fresh_from_newest;
 use super::*;
 use crate::window::{AtomicWindow, Retired, SequentialWindow, MAX_TICK};
 
@@ -155,4 +156,228 @@ fn a_full_seal_of_a_large_ring_retires_it() {
     assert_eq!(ring.hit_n(300, 1), Err(Retired));
     assert_eq!(ring.allowed_n(300, 1), Err(Retired));
     assert_eq!(ring.try_seal(400), None, "sealed once only");
+}
+
+/// A small deterministic generator for the trace tests below.
+struct XorShift(u64);
+
+impl XorShift {
+    fn below(&mut self, bound: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % bound
+    }
+}
+
+/// Whether `slots` ascend around the ring from `start`.
+fn ascends_from(slots: &[u64], start: usize) -> bool {
+    (1..slots.len()).all(|offset| {
+        let index = (start + offset) % slots.len();
+        let previous = (start + offset - 1) % slots.len();
+        slots[previous] <= slots[index]
+    })
+}
+
+/// Slot reads that `operation` made on this thread.
+fn probes_of<T>(operation: impl FnOnce() -> T) -> (T, u64) {
+    let before = slot_probes_on_this_thread().expect("tests are debug builds");
+    let answer = operation();
+    let after = slot_probes_on_this_thread().expect("tests are debug builds");
+    (answer, after - before)
+}
+
+/// Random traces in any order, with rings large enough to re-sort: the two forms take the
+/// same slots call by call (so they re-sort at the same calls), answer alike, and whenever
+/// the sequential form says it knows its order, the ring really ascends from there.
+#[test]
+fn forms_agree_and_the_known_order_is_true_on_random_traces() {
+    let mut random = XorShift(0x2545_F491_4F6C_DD1D);
+    for round in 0..300 {
+        let max = 1 + random.below(24);
+        let window = 1 + random.below(40);
+        let limit = Limit::new(max, window).unwrap();
+        let mut seq = SequentialRing::new(limit);
+        let atomic = AtomicRing::new(limit);
+        let mut clock = 0u64;
+        let late_share = random.below(4); // of 8
+        for call in 0..400 {
+            clock += random.below(3);
+            let now = if random.below(8) < late_share {
+                clock.saturating_sub(random.below(3 * window))
+            } else {
+                clock
+            };
+            let what = format!("round {round} call {call} now {now} (N {max}, W {window})");
+            match random.below(10) {
+                0..=5 => assert_eq!(
+                    Ok(seq.check_and_hit_n(now, 1)),
+                    atomic.check_and_hit_n(now, 1),
+                    "{what}"
+                ),
+                6 | 7 => {
+                    seq.hit_n(now, 1);
+                    atomic.hit_n(now, 1).unwrap();
+                }
+                8 => assert_eq!(
+                    Ok(seq.allowed_n(now, 1)),
+                    atomic.allowed_n(now, 1),
+                    "{what}"
+                ),
+                _ => assert_eq!(Ok(seq.status(now)), atomic.status(now), "{what}"),
+            }
+            assert_eq!(seq.slots.to_vec(), atomic.slot_values(), "{what}");
+            if let Some(oldest_at) = seq.known_order() {
+                assert!(
+                    ascends_from(&seq.slots, oldest_at),
+                    "{what}: {:?}",
+                    seq.slots
+                );
+            }
+            let newest = seq.slots.iter().copied().max().unwrap();
+            assert_eq!(
+                seq.fresh_from(),
+                fresh_from_newest(newest, window),
+                "{what}"
+            );
+        }
+    }
+}
+
+/// N = 1000 at the limit rate (one admission per tick, W = N): in order, an admission reads
+/// at most the cursor's line of slots. A late phase (a window of calls in shuffled order)
+/// leaves the ring out of time order; at the limit rate exactly one slot expires per call,
+/// somewhere else each time, and each admission reuses it, so without a re-sort every
+/// in-order call would scan O(N) slots for ever. After it,
+/// the displacement re-sorts the ring within a few calls, and in-order calls read no more
+/// slots than before it, in both forms.
+#[test]
+fn in_order_admissions_are_cheap_again_after_a_late_phase() {
+    const N: u64 = 1000;
+    let limit = Limit::new(N, N).unwrap();
+    let mut seq = SequentialRing::new(limit);
+    let atomic = AtomicRing::new(limit);
+    let mut call = |now: u64| -> (bool, u64) {
+        let (answer, probes) = probes_of(|| seq.check_and_hit_n(now, 1));
+        let (atomic_answer, atomic_probes) = probes_of(|| atomic.check_and_hit_n(now, 1));
+        assert_eq!(Ok(answer), atomic_answer, "now {now}");
+        (answer, probes.max(atomic_probes))
+    };
+    let mut now = 1;
+    for _ in 0..2 * N {
+        assert!(call(now).0);
+        now += 1;
+    }
+    let (_, before) = (0..N).fold((0, 0), |(_, most), _| {
+        let (admitted, probes) = call(now);
+        assert!(admitted);
+        now += 1;
+        (0, most.max(probes))
+    });
+    assert!(
+        before <= CURSOR_LINE + 1,
+        "in order, an admission reads {before} slots"
+    );
+
+    // The late phase: after a pause of a window (every hit expires), a window's worth of
+    // calls whose ticks come in a shuffled order, each admitted into the next slot in ring
+    // order, so ring order no longer follows time order.
+    now += N;
+    let mut ticks: Vec<u64> = (now..now + N).collect();
+    let mut random = XorShift(7);
+    for i in (1..ticks.len()).rev() {
+        ticks.swap(i, random.below(i as u64 + 1) as usize);
+    }
+    for &tick in &ticks {
+        assert!(call(tick).0);
+    }
+    now += N;
+    // The late phase is over. Settling: the displacement it left re-sorts the ring.
+    let settling: u64 = (0..20)
+        .map(|_| {
+            let (_, probes) = call(now);
+            now += 1;
+            probes
+        })
+        .sum();
+    assert!(
+        settling <= (RESORT_BOUND + 2) * N,
+        "settling after the late phase read {settling} slots"
+    );
+    for _ in 0..2 * N {
+        let (_, probes) = call(now);
+        now += 1;
+        assert!(
+            probes <= before,
+            "an in-order call after the late phase read {probes} slots"
+        );
+    }
+}
+
+/// What the settling phase above may read: the displacement before a re-sort, the re-sort,
+/// and the call that brought the count over.
+const RESORT_BOUND: u64 = 4 + 1 + 1;
+/// Slots in the cursor's line.
+const CURSOR_LINE: u64 = 8;
+
+/// The locked form at saturation, in order: a refusal reads the oldest slot only, even right
+/// after the admission that replaced the previous oldest; `hit` on the full ring reads two
+/// slots; `status` a binary search; `allowed` one slot.
+#[test]
+fn the_locked_ring_in_order_reads_a_constant_number_of_slots() {
+    const N: u64 = 1 << 12;
+    let mut r = ring(N, N);
+    for now in 1..=N {
+        assert!(r.check_and_hit_n(now, 1));
+    }
+    for now in N + 1..N + 200 {
+        // The oldest hit (now - N) has just expired: one admission, then refusals.
+        let (admitted, probes) = probes_of(|| r.check_and_hit_n(now, 1));
+        assert!(admitted);
+        assert!(probes <= 2, "{probes}");
+        for _ in 0..3 {
+            let (admitted, probes) = probes_of(|| r.check_and_hit_n(now, 1));
+            assert!(!admitted);
+            assert!(probes <= 2, "a refusal read {probes} slots");
+        }
+        let (allowed, probes) = probes_of(|| r.allowed_n(now, 1));
+        assert!(!allowed && probes <= 1, "{probes}");
+        let (status, probes) = probes_of(|| r.status(now));
+        assert_eq!((status.count, status.retry_after_ticks), (N, 1));
+        assert!(probes <= 2 + 12, "status read {probes} slots");
+    }
+    // hit replaces the oldest, in order: two reads.
+    for now in N + 200..N + 400 {
+        let ((), probes) = probes_of(|| r.hit_n(now, 1));
+        assert!(probes <= 2, "hit read {probes} slots");
+    }
+    assert!(r.known_order().is_some());
+}
+
+/// The locked ring knows its order exactly, with no scan: a late write loses it, and the
+/// in-order writes that replace the late value give it back.
+#[test]
+fn the_locked_ring_knows_when_its_order_comes_back() {
+    let mut r = ring(4, 10);
+    for now in [1, 2, 3, 4] {
+        assert!(r.check_and_hit_n(now, 1));
+    }
+    assert_eq!(r.known_order(), Some(0));
+    assert!(r.check_and_hit_n(12, 1)); // replaces 1: [12, 2, 3, 4]
+    assert_eq!(r.known_order(), Some(1));
+    r.hit_n(11, 1); // late: replaces 2, the oldest, with 11 < 12: [12, 11, 3, 4]
+    assert_eq!(r.known_order(), None);
+    assert!(!r.check_and_hit_n(12, 1));
+    for now in [13, 14] {
+        assert!(r.check_and_hit_n(now, 1)); // replaces 3, 4: [12, 11, 13, 14]
+    }
+    assert_eq!(r.known_order(), None);
+    // Tick 22 replaces 12 (the first expired slot from the cursor): [22, 11, 13, 14]
+    // ascends from slot 1 again.
+    assert!(r.check_and_hit_n(22, 1));
+    assert_eq!(r.slots.to_vec(), [22, 11, 13, 14].map(encode));
+    assert_eq!(r.known_order(), Some(1));
+    let ((), probes) = probes_of(|| r.hit_n(23, 1));
+    assert_eq!(probes, 2, "hit on a ring in known order reads two slots");
+    assert_eq!(r.status(23).count, 3, "13 left the window (13, 23]");
 }

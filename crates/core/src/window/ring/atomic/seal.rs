@@ -11,7 +11,7 @@ impl AtomicRing {
     pub(super) fn seal(&self, horizon: u64) -> Option<u64> {
         let mut sealed = SealedValues::new();
         let mut newest = EMPTY;
-        for slot in self.slots.iter() {
+        for slot in self.slots() {
             // Acquire: pairs with the writers' AcqRel CASes, so the value judged below
             // includes every hit written before it.
             let mut value = slot.load(Ordering::Acquire);
