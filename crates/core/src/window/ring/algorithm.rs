@@ -48,15 +48,20 @@ fn probe<C: RingCells>(cells: &C, index: usize) -> u64 {
     cells.slot(index)
 }
 
-/// After an admission at `index`, found `distance` slots past the cursor `start`: moves the
-/// cursor on a line crossing, and counts displacement (re-sorting when it is due).
+/// After an admission at `index`, probed from the cursor `start`: moves the cursor on a line
+/// crossing, and counts displacement (re-sorting when it is due).
 #[inline]
-fn after_admission<C: RingCells>(cells: &mut C, start: usize, index: usize, distance: usize) {
+fn after_admission<C: RingCells>(cells: &mut C, start: usize, index: usize) {
     let capacity = cells.capacity();
     let next = next_index(index, capacity);
     if next % CURSOR_STRIDE == 0 || index / CURSOR_STRIDE != start / CURSOR_STRIDE {
         cells.set_cursor(next);
     }
+    let distance = if index >= start {
+        index - start
+    } else {
+        index + capacity - start
+    };
     if distance >= CURSOR_STRIDE {
         displaced(cells, (distance + 1 - CURSOR_STRIDE) as u64);
     }
@@ -71,15 +76,56 @@ fn displaced<C: RingCells>(cells: &mut C, slots: u64) {
     }
 }
 
+/// What one slot of an admitting probe gave.
+enum Probe {
+    /// The slot was expired and now holds the caller's hit.
+    Admitted,
+    /// The slot holds this live value.
+    Live(u64),
+    /// The slot is sealed.
+    Sealed,
+    /// Lost a race and gave up (only the `ring_cas_loser_refuses` mutant).
+    GaveUp,
+}
+
+/// Tries to admit `now` into slot `index`: a CAS if the slot is expired, again with the
+/// value found if the CAS loses (the slot may still be expired for us).
+#[inline(always)]
+fn try_slot<C: RingCells>(cells: &mut C, index: usize, expired_at_most: u64, now: u64) -> Probe {
+    let mut value = probe(cells, index);
+    loop {
+        if value > expired_at_most {
+            if C::is_sealed(value) {
+                return Probe::Sealed;
+            }
+            return Probe::Live(value);
+        }
+        match cells.replace_slot(index, value, encode(now)) {
+            Ok(()) => return Probe::Admitted,
+            Err(found) => {
+                if cfg!(slidelimit_loom_mutant = "ring_cas_loser_refuses") {
+                    return Probe::GaveUp;
+                }
+                value = found;
+                retry_hint();
+            }
+        }
+    }
+}
+
+#[inline]
 pub(super) fn check_and_hit<C: RingCells>(cells: &mut C, now: u64) -> Result<bool, Retired> {
     let now = now.min(MAX_TICK);
     if now < cells.blocked_until() {
         return Ok(false);
     }
+    probe_and_admit(cells, now)
+}
+
+fn probe_and_admit<C: RingCells>(cells: &mut C, now: u64) -> Result<bool, Retired> {
     let capacity = cells.capacity();
-    let window_ticks = cells.window_ticks();
-    let expired_at_most = expired_at_most(window_ticks, now);
-    'call: loop {
+    let expired_at_most = expired_at_most(cells.window_ticks(), now);
+    loop {
         let start = cells.cursor();
         if let Some(oldest_at) = cells.known_order() {
             return Ok(check_and_hit_in_order(
@@ -90,67 +136,75 @@ pub(super) fn check_and_hit<C: RingCells>(cells: &mut C, now: u64) -> Result<boo
                 expired_at_most,
             ));
         }
+        // The cursor's line first: in time order the oldest slot is there.
         let mut index = start;
-        let mut oldest_live = u64::MAX;
-        // Read before the first slot that a refusal would rest on (see scan_is_consistent);
-        // an admission rests on its CAS alone, so the hot path never reads it.
-        let mut generation = None;
-        for distance in 0..capacity {
-            let mut value = probe(cells, index);
-            loop {
-                if value > expired_at_most {
-                    if C::is_sealed(value) {
-                        cells.settle_seal(index)?;
-                        retry_hint();
-                        continue 'call;
-                    }
-                    if generation.is_none() {
-                        let before = cells.resort_generation();
-                        if before % 2 == 1 {
-                            retry_hint();
-                            continue 'call;
-                        }
-                        generation = Some(before);
-                        value = probe(cells, index);
-                        continue;
-                    }
-                    oldest_live = oldest_live.min(value);
-                    break;
+        for _ in 0..CURSOR_STRIDE.min(capacity) {
+            match try_slot(cells, index, expired_at_most, now) {
+                Probe::Admitted => {
+                    after_admission(cells, start, index);
+                    return Ok(true);
                 }
-                match cells.replace_slot(index, value, encode(now)) {
-                    Ok(()) => {
-                        after_admission(cells, start, index, distance);
-                        return Ok(true);
-                    }
-                    Err(found) => {
-                        // Lost a race for this slot; it may still be expired for us.
-                        if cfg!(slidelimit_loom_mutant = "ring_cas_loser_refuses") {
-                            return Ok(false);
-                        }
-                        value = found;
-                        retry_hint();
-                    }
+                Probe::Live(_) => {}
+                Probe::Sealed => {
+                    cells.settle_seal(index)?;
+                    retry_hint();
+                    continue;
                 }
+                Probe::GaveUp => return Ok(false),
             }
             index = next_index(index, capacity);
         }
-        // Every slot was seen live. Unless a re-sort moved values during the scan, each
-        // value read is a lower bound on what some slot holds from then on, so min + W bounds
-        // the first tick at which any slot can expire.
-        let consistent = match generation {
-            Some(before) => {
-                scan_is_consistent(cells, before)
-                    || cfg!(slidelimit_loom_mutant = "resort_unchecked_scan")
-            }
-            None => true,
-        };
-        if !consistent {
-            retry_hint();
-            continue 'call;
+        if let Some(answer) = probe_whole_ring(cells, now, start, expired_at_most)? {
+            return Ok(answer);
         }
-        cells.raise_blocked_until((oldest_live - 1).saturating_add(window_ticks));
-        return Ok(false);
+        // A re-sort overlapped the probe.
+        retry_hint();
     }
+}
+
+/// The probe once the cursor's line had no expired slot: every slot from the cursor, all
+/// read after the re-sort generation (a refusal rests on every slot it read; see
+/// scan_is_consistent), so the first line is read again. `Ok(None)`: a re-sort overlapped
+/// it; start again.
+#[inline(never)]
+fn probe_whole_ring<C: RingCells>(
+    cells: &mut C,
+    now: u64,
+    start: usize,
+    expired_at_most: u64,
+) -> Result<Option<bool>, Retired> {
+    let capacity = cells.capacity();
+    let before = cells.resort_generation();
+    if before % 2 == 1 {
+        return Ok(None);
+    }
+    let mut index = start;
+    let mut oldest_live = u64::MAX;
+    for _ in 0..capacity {
+        match try_slot(cells, index, expired_at_most, now) {
+            Probe::Admitted => {
+                after_admission(cells, start, index);
+                return Ok(Some(true));
+            }
+            Probe::Live(value) => oldest_live = oldest_live.min(value),
+            Probe::Sealed => {
+                cells.settle_seal(index)?;
+                return Ok(None);
+            }
+            Probe::GaveUp => return Ok(Some(false)),
+        }
+        index = next_index(index, capacity);
+    }
+    if !scan_is_consistent(cells, before) && !cfg!(slidelimit_loom_mutant = "resort_unchecked_scan")
+    {
+        return Ok(None);
+    }
+    // Every slot was seen live, and no re-sort moved a value meanwhile: each value read is a
+    // lower bound on what some slot holds from then on, so min + W bounds the first tick at
+    // which any slot can expire.
+    let window_ticks = cells.window_ticks();
+    cells.raise_blocked_until((oldest_live - 1).saturating_add(window_ticks));
+    Ok(Some(false))
 }
 
 /// [`check_and_hit`] on cells that know their ring ascends from `oldest_at`: the slots from
@@ -164,7 +218,6 @@ fn check_and_hit_in_order<C: RingCells>(
     oldest_at: usize,
     expired_at_most: u64,
 ) -> bool {
-    let capacity = cells.capacity();
     let mut index = start;
     let mut value = probe(cells, start);
     if value > expired_at_most && start != oldest_at {
@@ -179,8 +232,7 @@ fn check_and_hit_in_order<C: RingCells>(
     }
     let replaced = cells.replace_slot(index, value, encode(now));
     debug_assert!(replaced.is_ok(), "only the atomic form's CAS can fail");
-    let distance = (index + capacity - start) % capacity;
-    after_admission(cells, start, index, distance);
+    after_admission(cells, start, index);
     true
 }
 

@@ -63,9 +63,8 @@ impl AtomicRing {
     }
 
     /// The slots, without the displacement word after them.
-    #[inline]
     fn slots(&self) -> &[AtomicU64] {
-        self.slots.split_last().map_or(&[], |(_, slots)| slots)
+        &self.slots[..self.slots.len() - 1]
     }
 
     /// The word after the slots: displacement counted since the last re-sort.
@@ -127,7 +126,10 @@ impl AtomicRing {
 /// every slot load, an `Acquire`, would make the compiler reload them).
 struct AtomicCells<'a> {
     ring: &'a AtomicRing,
+    /// The slots and the displacement word after them (slicing it off would cost a check
+    /// per call; the algorithm never indexes past `capacity`).
     slots: &'a [AtomicU64],
+    capacity: usize,
     window_ticks: u64,
 }
 
@@ -136,7 +138,9 @@ impl<'a> AtomicCells<'a> {
     fn of(ring: &'a AtomicRing) -> Self {
         Self {
             ring,
-            slots: ring.slots(),
+            slots: &ring.slots,
+            // At least the displacement word: no underflow.
+            capacity: ring.slots.len() - 1,
             window_ticks: ring.window_ticks,
         }
     }
@@ -146,7 +150,7 @@ impl RingCells for AtomicCells<'_> {
     const SEALABLE: bool = true;
     #[inline]
     fn capacity(&self) -> usize {
-        self.slots.len()
+        self.capacity
     }
     #[inline]
     fn window_ticks(&self) -> u64 {
@@ -185,7 +189,7 @@ impl RingCells for AtomicCells<'_> {
     fn cursor(&self) -> usize {
         // Relaxed: a probe-order hint; no decision rests on it.
         let index = self.ring.cursor.load(Ordering::Relaxed) as usize;
-        if index < self.slots.len() {
+        if index < self.capacity {
             index
         } else {
             0

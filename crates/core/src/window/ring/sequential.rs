@@ -100,6 +100,17 @@ impl RingCells for SequentialRing {
             return Ok(());
         }
         let (previous, next) = (self.previous(index), self.next(index));
+        if self.descents == 1 && self.descent_index_sum == previous && new >= self.slots[previous] {
+            // The in-order write: the newest value over the oldest (the slot after the only
+            // descent). The descent moves to this slot unless its successor equals `new`.
+            self.slots[index] = new;
+            if new > self.slots[next] {
+                self.descent_index_sum = index;
+            } else {
+                (self.descents, self.descent_index_sum) = (0, 0);
+            }
+            return Ok(());
+        }
         self.count_descent(previous, index, false);
         self.count_descent(index, next, false);
         self.slots[index] = new;
