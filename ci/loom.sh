@@ -26,6 +26,8 @@ base_flags="--cfg slidelimit_loom -C debug-assertions"
 mutants=(
     "ring_store_not_cas ring"
     "ring_cas_loser_refuses ring"
+    "resort_unchecked_scan ring_order"
+    "resort_without_seal ring_order"
     "seal_with_store keyed"
     "seal_without_restore keyed"
     "get_then_insert keyed"

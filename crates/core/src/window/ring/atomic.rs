@@ -102,6 +102,13 @@ impl AtomicRing {
         }
     }
 
+    /// Re-sorts the ring now (what an admission does once the displacement is due), for the
+    /// loom models of the re-sort; false if it gave up.
+    #[cfg(slidelimit_loom)]
+    pub fn resort_for_model(&self) -> bool {
+        self.resort()
+    }
+
     /// The raw slot values (tick + 1, 0 for empty, `u64::MAX` sealed), for quiescent checks
     /// in tests and models.
     #[must_use]

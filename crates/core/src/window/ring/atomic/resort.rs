@@ -65,6 +65,19 @@ impl AtomicRing {
         }
         let slots = self.slots();
         let mut values = Vec::with_capacity(slots.len());
+        if cfg!(slidelimit_loom_mutant = "resort_without_seal") {
+            // Deliberately broken for the loom negative control: reads the values and writes
+            // them back sorted without sealing, so a writer's CAS in between is overwritten.
+            // Acquire: the mutant is wrong whatever the ordering.
+            values.extend(slots.iter().map(|slot| slot.load(Ordering::Acquire)));
+            values.sort_unstable();
+            for (slot, &value) in slots.iter().zip(&values) {
+                // Relaxed: the mutant is wrong whatever the ordering.
+                slot.store(value, Ordering::Relaxed);
+            }
+            self.end_resort(generation);
+            return true;
+        }
         for slot in slots {
             // Acquire: pairs with the writers' AcqRel CASes, so the value sealed below
             // includes every hit written before it.
