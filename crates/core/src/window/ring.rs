@@ -21,8 +21,9 @@
 //! slot in that slot's modification order (and the sweeper's seal CAS sees the new value: if
 //! it is live for the horizon the sweeper restores every slot it sealed and keeps the ring;
 //! if not, the hit is in the value the sweeper turns into the key's removal watermark) or
-//! after it (and fails). A caller that reads `SEALED` stops and looks the key up again. So no
-//! hit is ever lost to a removal, with no extra read-modify-write on the hot path: the seal
+//! after it (and fails). A caller that reads `SEALED` stops and looks the key up again (unless
+//! a re-sort, below, holds the seal: then it waits and starts again). So no hit is ever lost
+//! to a removal, with no extra read-modify-write on the hot path: the seal
 //! is a handshake on each slot word itself.
 //!
 //! # Keeping the ring in time order
@@ -43,19 +44,18 @@
 //! |---|---|---|
 //! | `check_and_hit`, admitting | 1 probe (a few within the cursor's line) | the probe distance to the first expired slot, until the next re-sort |
 //! | `check_and_hit`, refusing below `blocked_until` | 1 load | 1 load |
-//! | `check_and_hit`, refusing otherwise | locked: 1-2 probes; lock-free: O(N), at most once per admission (below) | O(N) |
+//! | `check_and_hit`, refusing otherwise | locked: 1-2 probes; lock-free: N + 8 probes (the cursor's line, then every slot), at most once per admission (below) | O(N) |
 //! | `hit` | locked: 2 probes; lock-free: O(N) | O(N) |
 //! | `allowed` | locked: 1 probe; lock-free: up to O(N) | up to O(N) |
 //! | `status` | locked: O(log N) probes (binary search); lock-free: O(N) | O(N) |
 //! | re-sort | never | O(N log N), at most once per `RESORT_DISPLACEMENT × N` slots of displacement |
 //!
-//! The locked forms know when their ring is rotation-sorted (they see every write, see
-//! [`RingCells::known_order`]); they lose that knowledge on a write that is not the newest
-//! value over the oldest slot (a late write, or the first admission after an idle spell
-//! that began inside the cursor's line) and learn it back on their next full scan that finds
-//! the ring sorted, or at the next re-sort. The lock-free form cannot know it without a
-//! read-modify-write per call (its writers race), so its refusals, `hit` and `status` read
-//! every slot. **Remaining O(N) operations and how often they run:**
+//! The locked forms know at every moment whether their ring is rotation-sorted and from where
+//! (`RingCells::known_order`): they see every write, and keep an exact count of the
+//! descents around the ring (a write changes two neighbour pairs, so O(1) per write; sorted
+//! means at most one descent, the oldest slot is the one after it). The lock-free form cannot
+//! know it without a read-modify-write per call (its writers race), so its refusals past
+//! `blocked_until`, `hit` and `status` read every slot. **Remaining O(N) operations and how often they run:**
 //! - lock-free refusal at a tick past `blocked_until`: one per admission at most (each full
 //!   scan raises `blocked_until` to the oldest hit + W, and only an admission that replaces
 //!   that hit can make the next call scan again);
@@ -65,9 +65,10 @@
 //!   O(log N / RESORT_DISPLACEMENT) per slot that slow admissions had already probed, and after
 //!   a late phase the displacement it left costs at most `RESORT_DISPLACEMENT × N + N` probes
 //!   in all before the in-order fast path is back;
-//! - locked refusal, `hit`, `status` while the ring's order is unknown: O(N) each, until a
-//!   full scan finds the ring sorted again (after disorder: at the next re-sort; after an idle
-//!   spell: once a window's worth of in-order writes has replaced the old hits).
+//! - locked refusal, `hit`, `status` while the ring is out of order: O(N) each, until in-order
+//!   writes have replaced the values out of place (at most a window's worth of writes) or
+//!   the next re-sort, whichever comes first;
+//! - `allowed` on the lock-free form: a scan up to the first expired slot, in index order.
 //!
 //! # Guarantees
 //! Slot values only grow while a ring is live, except in a re-sort (a restore puts back the
