@@ -160,6 +160,7 @@ where
             if let Some(shard) = self.policy.after_creation(now, self.map.len()) {
                 self.sweep_shard(shard, now, self.policy.removal_floor(now));
                 self.policy.schedule.done(shard, self.map.len());
+                super::settle_allocator();
             }
         }
         result

@@ -73,6 +73,7 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
             let floor = self.policy.removal_floor(now);
             self.sweep_shard(shard, now, floor);
             self.policy.schedule.done(shard, self.tracked);
+            super::settle_allocator();
         }
         result
     }

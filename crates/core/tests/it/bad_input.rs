@@ -84,7 +84,7 @@ fn a_far_future_timestamp_does_not_refuse_later_ordinary_calls() {
 
 #[test]
 fn never_seen_keys_are_admitted_after_a_far_future_automatic_sweep() {
-    // The scenario, default options (256 shards, floor 4096): 5,000 keys at real
+    // The scenario, default options (512 shards, floor 4096): 5,000 keys at real
     // times, one far-future call whose insert starts the sweep cycle, then 10,000 never-seen
     // keys at the real time (each creation sweeps one more shard, at its own `now`).
     for_each_variant::<u64>(limit(1, 1_000), Options::default(), |name, limiter| {

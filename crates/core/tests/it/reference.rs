@@ -194,10 +194,9 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         }
         if inserted && self.next_sweep_at != usize::MAX && self.logs.len() >= self.next_sweep_at {
             self.sweep(now);
-            self.next_sweep_at = self
-                .logs
-                .len()
-                .saturating_mul(2)
+            let left = self.logs.len();
+            self.next_sweep_at = left
+                .saturating_add(left / 2)
                 .max(self.config.sweep_floor_keys);
         }
     }

@@ -251,7 +251,7 @@ fn automatic_sweep_runs_on_the_inserting_call_after_its_own_operation() {
         assert!(limiter.check_and_hit(&4, 100), "{name}");
         // Horizon 90: keys 1 and 2 (fresh from 10) go; 3 and 4 stay.
         assert_eq!(limiter.tracked_keys(), 2, "{name}");
-        // Next trigger: max(2 × 2, 4) = 4 keys.
+        // Next trigger: max(2 + 2 / 2, 4) = 4 keys.
         limiter.hit(&5, 0);
         assert_eq!(limiter.tracked_keys(), 3, "{name}");
         limiter.hit(&6, 300);
