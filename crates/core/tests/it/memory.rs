@@ -121,3 +121,65 @@ fn a_key_within_the_lateness_horizon_is_kept() {
         assert!(limiter.check_and_hit(&1, 110), "{name}");
     });
 }
+
+#[test]
+fn key_rotation_tracks_at_most_twice_the_active_keys() {
+    // A steady active population: 5 new keys per tick, each called once per window for 4
+    // windows and then never again, so 4,000 keys are active (called within the last window)
+    // at any time once the rotation is under way. The automatic sweep (1,024-key floor)
+    // must keep the tracked keys within twice that, in every variant.
+    const WINDOW: u64 = 200;
+    const PER_TICK: u64 = 5;
+    const LIFE_CALLS: u64 = 4;
+    let active = PER_TICK * WINDOW * LIFE_CALLS;
+    let options = Options::default().sweep_floor_keys(1024);
+    for limiter in all_variants::<u64>(crate::variants::limit(2, WINDOW), options) {
+        let name = limiter.name();
+        let mut most = 0;
+        for now in 0..20 * WINDOW {
+            for call in 0..LIFE_CALLS {
+                let Some(started) = now.checked_sub(call * WINDOW) else {
+                    continue;
+                };
+                for j in 0..PER_TICK {
+                    assert!(
+                        limiter.check_and_hit(&(started * PER_TICK + j), now),
+                        "{name}"
+                    );
+                }
+            }
+            if now >= LIFE_CALLS * WINDOW {
+                most = most.max(limiter.tracked_keys());
+            }
+        }
+        assert!(
+            most <= 2 * active as usize,
+            "{name}: {most} keys tracked for {active} active"
+        );
+        assert!(
+            most > active as usize,
+            "{name}: active keys were dropped: {most}"
+        );
+    }
+}
+
+#[test]
+fn no_automatic_sweep_step_removes_more_than_one_shard() {
+    // 20,000 keys, each idle one tick after its call: with the 512 default shards, a call
+    // that sweeps removes only what one shard holds (about 1/512 of the keys), never the map.
+    for limiter in all_variants::<u64>(crate::variants::limit(1, 1), Options::default()) {
+        let name = limiter.name();
+        let (mut tracked, mut most_removed) = (0usize, 0usize);
+        for key in 0..20_000u64 {
+            assert!(limiter.check_and_hit(&key, key * 2), "{name}");
+            let after = limiter.tracked_keys();
+            most_removed = most_removed.max((tracked + 1).saturating_sub(after));
+            tracked = after;
+        }
+        assert!(most_removed > 0, "{name}: the sweep ran");
+        assert!(
+            most_removed <= 64,
+            "{name}: one call removed {most_removed} keys"
+        );
+    }
+}
