@@ -69,38 +69,93 @@ struct Run {
     tracked_after: usize,
 }
 
-/// `keys` distinct new keys, one call each, one tick apart, each call timed alone. The
-/// tracked-key count is read between calls (outside the timed region) to tell the calls that
-/// removed keys from the rest.
-fn run(limiter: &impl RateLimiter<u64>, keys: u64) -> Run {
-    let capacity = usize::try_from(keys).unwrap_or(0);
-    let (mut all, mut removing, mut others) = (Vec::with_capacity(capacity), vec![], vec![]);
-    let mut total_ns = 0u64;
+/// Runs one (shape, variant) in a fresh child process (this binary with `--one`): a run in a
+/// process that had just dropped four limiters of 2M keys each inherited their freed memory,
+/// and its calls paid 10-40 ms now and then for the allocator and the kernel taking it back.
+fn run_in_child(shape: &str, variant: &str, keys: u64, window_ticks: u64) -> Result<Run, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let output = std::process::Command::new(exe)
+        .args([
+            "--one",
+            shape,
+            variant,
+            &keys.to_string(),
+            &window_ticks.to_string(),
+        ])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !output.status.success() {
+        return Err(format!(
+            "child {shape} {variant} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let words: Vec<u64> = output
+        .stdout
+        .chunks_exact(8)
+        .map(|bytes| u64::from_le_bytes(bytes.try_into().expect("8 bytes")))
+        .collect();
+    let (&tracked_after, calls) = words.split_last().ok_or("child wrote nothing")?;
+    let (mut all, mut removing, mut others) = (Vec::with_capacity(calls.len()), vec![], vec![]);
+    for &word in calls {
+        let ns = word >> 1;
+        all.push(ns);
+        if word & 1 == 1 {
+            removing.push(ns);
+        } else {
+            others.push(ns);
+        }
+    }
+    let total_ns: u64 = all.iter().sum();
+    Ok(Run {
+        all: Latencies::new(all),
+        removing: Latencies::new(removing),
+        others: Latencies::new(others),
+        total_s: total_ns as f64 / 1e9,
+        tracked_after: usize::try_from(tracked_after).unwrap_or(usize::MAX),
+    })
+}
+
+/// The child's side: `--one SHAPE VARIANT KEYS WINDOW`; writes each call's nanoseconds
+/// (shifted left once, the low bit set if the call removed keys) and the keys tracked after,
+/// as little-endian words on stdout.
+fn one(args: &[String]) -> Result<(), String> {
+    let [_, variant, keys, window] = args else {
+        return Err("--one SHAPE VARIANT KEYS WINDOW".into());
+    };
+    let keys: u64 = keys.parse().map_err(|_| "bad KEYS")?;
+    let window: u64 = window.parse().map_err(|_| "bad WINDOW")?;
+    let limit = Limit::new(32, window).map_err(|e| e.to_string())?;
+    let run = match variant.as_str() {
+        "lock-free" => timed_calls(&LockFreeLimiter::<u64>::new(limit), keys),
+        "per-key-lock" => timed_calls(&PerKeyLockLimiter::<u64>::new(limit), keys),
+        "mutex" => timed_calls(&MutexLimiter::<u64>::new(limit), keys),
+        "rwlock" => timed_calls(&RwLockLimiter::<u64>::new(limit), keys),
+        other => return Err(format!("unknown variant {other}")),
+    };
+    let mut bytes = Vec::with_capacity(run.len() * 8);
+    for word in run {
+        bytes.extend_from_slice(&word.to_le_bytes());
+    }
+    std::io::Write::write_all(&mut std::io::stdout(), &bytes).map_err(|e| e.to_string())
+}
+
+/// Every call's time and whether it removed keys, then the keys tracked after (see [`one`]).
+fn timed_calls(limiter: &impl RateLimiter<u64>, keys: u64) -> Vec<u64> {
+    let mut words = Vec::with_capacity(usize::try_from(keys).unwrap_or(0) + 1);
     let mut tracked = limiter.tracked_keys();
     for i in 0..keys {
         let key = mix64(i);
         let call = Instant::now();
         let admitted = limiter.check_and_hit(&key, i);
-        let ns = u64::try_from(call.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let ns = u64::try_from(call.elapsed().as_nanos()).unwrap_or(u64::MAX >> 1);
         assert!(admitted, "a new key's first call is admitted");
-        total_ns = total_ns.saturating_add(ns);
-        all.push(ns);
-        // A call that added its key and removed none leaves one more key tracked.
         let after = limiter.tracked_keys();
-        if after <= tracked {
-            removing.push(ns);
-        } else {
-            others.push(ns);
-        }
+        words.push(ns << 1 | u64::from(after <= tracked));
         tracked = after;
     }
-    Run {
-        all: Latencies::new(all),
-        removing: Latencies::new(removing),
-        others: Latencies::new(others),
-        total_s: total_ns as f64 / 1e9,
-        tracked_after: limiter.tracked_keys(),
-    }
+    words.push(limiter.tracked_keys() as u64);
+    words
 }
 
 fn verdict(name: &str, lat: &Latencies) -> &'static str {
@@ -159,6 +214,16 @@ fn parse_args(root: &std::path::Path) -> Result<(u64, Option<PathBuf>), String> 
 }
 
 fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--one") {
+        return match one(&args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("error: {message}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let root = manifest.parent().unwrap_or(manifest);
     let (keys, path) = match parse_args(root) {
@@ -177,7 +242,7 @@ fn main() -> ExitCode {
     let _ = writeln!(out, "# The worst single call while new keys arrive\n");
     let _ = writeln!(
         out,
-        "{keys} distinct new keys, one `check_and_hit` each, one tick apart, on one thread; every \
+        "{keys} distinct new keys, one `check_and_hit` each, one tick apart, on one thread, each variant and shape in a fresh process; every \
          call timed alone (`Instant`, ~20 ns of overhead per call; `total s` sums the calls). \
          Limit 32 per window. **growth**: a window longer than the run, so no key goes idle and \
          the map only grows (its resizes show, and the sweeps' walks, which find nothing to \
@@ -209,16 +274,16 @@ fn main() -> ExitCode {
     let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
     let mut totals = String::new();
     for (shape, window_ticks) in [("growth", u64::MAX / 2), ("rotation", rotation_window)] {
-        let limit = Limit::new(32, window_ticks).expect("a valid limit");
-        let runs: [(&str, Run); 4] = [
-            ("lock-free", run(&LockFreeLimiter::<u64>::new(limit), keys)),
-            (
-                "per-key-lock",
-                run(&PerKeyLockLimiter::<u64>::new(limit), keys),
-            ),
-            ("mutex", run(&MutexLimiter::<u64>::new(limit), keys)),
-            ("rwlock", run(&RwLockLimiter::<u64>::new(limit), keys)),
-        ];
+        let mut runs = Vec::new();
+        for name in ["lock-free", "per-key-lock", "mutex", "rwlock"] {
+            match run_in_child(shape, name, keys, window_ticks) {
+                Ok(run) => runs.push((name, run)),
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
         for (name, r) in &runs {
             eprintln!(
                 "{shape} · {name}: p99.99 {:.1} µs, max {} µs",
