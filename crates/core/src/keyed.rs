@@ -86,6 +86,10 @@ impl Options {
     }
 
     fn shard_count(&self) -> usize {
+        if cfg!(slidelimit_loom) {
+            // The loom stand-in map is one shard, whatever is asked.
+            return 1;
+        }
         let shards = if self.key_shards == 0 {
             1
         } else {
@@ -215,6 +219,33 @@ impl Tombstone {
     }
 }
 
+/// What one sweep removes, the same in both map shapes: keys whose state is fresh by
+/// `horizon` (`now - D`); of those, the ones fresh only from a tick above `floor` (the removal
+/// floor, already raised) leave a tombstone, and tombstones at or below the floor are dropped.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SweepBounds {
+    horizon: u64,
+    floor: u64,
+}
+
+impl SweepBounds {
+    /// Keys whose state is fresh by this tick are removed.
+    fn horizon(self) -> u64 {
+        self.horizon
+    }
+
+    /// The tombstone a key removed with state fresh from `fresh_from` must leave, if any.
+    /// It is written before the key is unlinked, so whoever re-creates the key finds it.
+    fn tombstone_for(self, fresh_from: u64) -> Option<u64> {
+        (fresh_from > self.floor).then_some(fresh_from)
+    }
+
+    /// Whether a tombstone at `fresh_from` is covered by the floor and can go.
+    fn drops_tombstone(self, fresh_from: u64) -> bool {
+        fresh_from <= self.floor
+    }
+}
+
 /// The policy every limiter shares: the window, the lateness tolerance, the removal floor,
 /// the sweep schedule, the shard count and the key hasher.
 pub(crate) struct KeyPolicy<W> {
@@ -252,16 +283,12 @@ impl<W: Window> KeyPolicy<W> {
         shard_index(self.hasher.hash_one(key), self.shards)
     }
 
-    /// Before a sweep at `now`: raises the removal floor and returns it. The sweep leaves a
-    /// tombstone for each key it removes whose state is fresh only from a tick above it.
-    fn removal_floor(&self, now: u64) -> u64 {
-        self.floor.raise_for_sweep(now, self.lateness_ticks)
-    }
-
-    /// The oldest tick a sweep at `now` must still answer exactly for: it removes keys whose
-    /// state is fresh by then.
-    fn idle_horizon(&self, now: u64) -> u64 {
-        now.min(MAX_TICK).saturating_sub(self.lateness_ticks)
+    /// Raises the removal floor for a sweep at `now` and returns the bounds its steps apply.
+    fn sweep_bounds(&self, now: u64) -> SweepBounds {
+        SweepBounds {
+            floor: self.floor.raise_for_sweep(now, self.lateness_ticks),
+            horizon: now.min(MAX_TICK).saturating_sub(self.lateness_ticks),
+        }
     }
 
     /// The removal watermark of state created now, given the key's tombstone (if any).
@@ -269,11 +296,28 @@ impl<W: Window> KeyPolicy<W> {
         self.floor().max(tombstone.unwrap_or(0))
     }
 
-    /// After a call at `now` created a key, with `tracked_keys` now tracked: the shard this
-    /// call must sweep, if the automatic sweep wants one.
-    fn after_creation(&self, now: u64, tracked_keys: usize) -> Option<usize> {
+    /// After a call at `now` created a key, with `tracked_keys` now tracked: one step of the
+    /// automatic sweep if the schedule wants one. `step` sweeps the shard it is given and
+    /// returns the keys tracked after it.
+    fn after_creation(
+        &self,
+        now: u64,
+        tracked_keys: usize,
+        step: impl FnOnce(usize, SweepBounds) -> usize,
+    ) {
         self.floor.observe_creation(now);
-        self.schedule.claim(tracked_keys)
+        if let Some(shard) = self.schedule.claim(tracked_keys) {
+            let tracked_after = step(shard, self.sweep_bounds(now));
+            self.schedule.done(shard, tracked_after);
+            settle_allocator();
+        }
+    }
+
+    /// `remove_idle(now)`: every shard, under one raise of the floor. `step` sweeps the shard
+    /// it is given and returns how many keys it removed.
+    fn remove_idle(&self, now: u64, mut step: impl FnMut(usize, SweepBounds) -> usize) -> usize {
+        let bounds = self.sweep_bounds(now);
+        (0..self.shards).map(|shard| step(shard, bounds)).sum()
     }
 }
 

@@ -9,7 +9,7 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 
 use super::map::KeyMap;
-use super::{EntryWatermark, KeyPolicy, Options};
+use super::{EntryWatermark, KeyPolicy, Options, SweepBounds};
 use crate::sync::retry_hint;
 use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::{ring::ExactLog, Retired, Status, WeightError, Window};
@@ -157,11 +157,11 @@ where
             retry_hint();
         };
         if inserted_any {
-            if let Some(shard) = self.policy.after_creation(now, self.map.len()) {
-                self.sweep_shard(shard, now, self.policy.removal_floor(now));
-                self.policy.schedule.done(shard, self.map.len());
-                super::settle_allocator();
-            }
+            self.policy
+                .after_creation(now, self.map.len(), |shard, bounds| {
+                    self.sweep_shard(shard, bounds);
+                    self.map.len()
+                });
         }
         result
     }
@@ -198,13 +198,13 @@ where
         self.policy.watermark(tombstone)
     }
 
-    /// One step of a sweep at `now` under removal floor `floor` (already raised): removes the
-    /// entries of shard `shard` that are fresh by `now - D`, leaving a tombstone for those
-    /// fresh only above the floor, and drops the shard's tombstones the floor has passed.
-    fn sweep_shard(&self, shard: usize, now: u64, floor: u64) -> usize {
-        self.tombstones
-            .sweep_shard(shard, |_, tombstone| tombstone.fresh_from() <= floor);
-        let horizon = self.policy.idle_horizon(now);
+    /// One step of a sweep: drops the shard's tombstones the floor covers, then removes its
+    /// entries fresh by the horizon, each leaving the tombstone `bounds` asks for before it is
+    /// unlinked.
+    fn sweep_shard(&self, shard: usize, bounds: SweepBounds) -> usize {
+        self.tombstones.sweep_shard(shard, |_, tombstone| {
+            bounds.drops_tombstone(tombstone.fresh_from())
+        });
         let leave_tombstone = |key: &K, fresh_from: u64| {
             self.tombstones.get_or_insert_with(
                 key,
@@ -215,22 +215,21 @@ where
         // Used only by the loom mutant below.
         let mut left_for_later = Vec::new();
         let removed = self.map.sweep_shard(shard, |key, entry| {
-            let Some(fresh_from) = entry.retire_if_fresh(horizon) else {
+            let Some(fresh_from) = entry.retire_if_fresh(bounds.horizon()) else {
                 return false;
             };
-            if fresh_from > floor {
+            if let Some(tombstone) = bounds.tombstone_for(fresh_from) {
                 if cfg!(slidelimit_loom_mutant = "tombstone_after_unlink") {
                     // Deliberately broken for the loom negative control.
-                    left_for_later.push((key.clone(), fresh_from));
+                    left_for_later.push((key.clone(), tombstone));
                 } else {
-                    // Before the unlink, so whoever re-creates the key finds it.
-                    leave_tombstone(key, fresh_from);
+                    leave_tombstone(key, tombstone);
                 }
             }
             true
         });
-        for (key, fresh_from) in left_for_later {
-            leave_tombstone(&key, fresh_from);
+        for (key, tombstone) in left_for_later {
+            leave_tombstone(&key, tombstone);
         }
         removed
     }
@@ -310,10 +309,8 @@ where
     }
 
     fn remove_idle(&self, now: u64) -> usize {
-        let floor = self.policy.removal_floor(now);
-        (0..self.map.shard_count())
-            .map(|shard| self.sweep_shard(shard, now, floor))
-            .sum()
+        self.policy
+            .remove_idle(now, |shard, bounds| self.sweep_shard(shard, bounds))
     }
 
     fn tracked_keys(&self) -> usize {

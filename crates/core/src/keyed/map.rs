@@ -41,10 +41,6 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         }
     }
 
-    pub(crate) fn shard_count(&self) -> usize {
-        self.shards.len()
-    }
-
     #[inline]
     fn shard_of(&self, key: &K) -> &std::sync::OnceLock<Shard<K, V>> {
         &self.shards[super::shard_index(
@@ -132,10 +128,6 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         Self {
             inner: crate::sync::RwLock::new(std::collections::HashMap::with_hasher(hasher)),
         }
-    }
-
-    pub(crate) fn shard_count(&self) -> usize {
-        1
     }
 
     pub(crate) fn get_with<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {

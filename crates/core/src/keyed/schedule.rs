@@ -34,20 +34,24 @@ impl SweepSchedule {
     /// Called after a call created a key, with the keys now tracked: the shard this call must
     /// sweep, if any. Call [`Self::done`] with it after sweeping.
     pub(crate) fn claim(&self, tracked_keys: usize) -> Option<usize> {
-        // Relaxed (this load and the RMWs below): the schedule only spreads work; the sweep's
-        // safety rests on the seals and the removal floor, not on it.
+        // Relaxed (every access here): the schedule only spreads work; the sweep's safety
+        // rests on the seals and the removal floor, not on it.
         if self.cursor.load(Ordering::Relaxed) < self.shards {
+            // Relaxed: hands out a shard index; see above.
             let shard = self.cursor.fetch_add(1, Ordering::Relaxed);
             return (shard < self.shards).then_some(shard);
         }
+        // Relaxed: a trigger count; see above.
         let next_at = self.next_at.load(Ordering::Relaxed);
         if tracked_keys < next_at || next_at == CYCLE_RUNNING {
             return None;
         }
+        // Relaxed both ways: the CAS only elects the call that starts the cycle.
         self.next_at
             .compare_exchange(next_at, CYCLE_RUNNING, Ordering::Relaxed, Ordering::Relaxed)
             .ok()?;
         // This call sweeps shard 0; the next creating calls take the others.
+        // Relaxed: see above.
         self.cursor.store(1, Ordering::Relaxed);
         Some(0)
     }

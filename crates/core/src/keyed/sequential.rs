@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::marker::PhantomData;
 
-use super::{KeyHasher, KeyPolicy, Options};
+use super::{KeyHasher, KeyPolicy, Options, SweepBounds};
 use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::{ring::ExactLog, SequentialWindow, Status, WeightError, Window, MAX_TICK};
 use crate::{Limit, RateLimiter};
@@ -47,9 +47,10 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
         &self.shards[self.policy.shard_of(key)]
     }
 
-    /// The removal watermark of `key` for state created now (see the concurrent shape).
-    fn removal_watermark(&self, key: &K) -> u64 {
-        let tombstone = self.tombstones[self.policy.shard_of(key)].get(key).copied();
+    /// The removal watermark of `key`, in shard `shard`, for state created now (see the
+    /// concurrent shape).
+    fn removal_watermark(&self, shard: usize, key: &K) -> u64 {
+        let tombstone = self.tombstones[shard].get(key).copied();
         self.policy.watermark(tombstone)
     }
 
@@ -63,18 +64,18 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
         if let Some((window, watermark)) = self.shards[shard].get_mut(key) {
             return op(*watermark, window);
         }
-        let watermark = self.removal_watermark(key);
+        let watermark = self.removal_watermark(shard, key);
         let (window, watermark) = self.shards[shard]
             .entry(key.clone())
             .or_insert_with(|| (self.policy.window.new_sequential(), watermark));
         let result = op(*watermark, window);
         self.tracked += 1;
-        if let Some(shard) = self.policy.after_creation(now, self.tracked) {
-            let floor = self.policy.removal_floor(now);
-            self.sweep_shard(shard, now, floor);
-            self.policy.schedule.done(shard, self.tracked);
-            super::settle_allocator();
-        }
+        let (windows, tombstones, tracked) =
+            (&mut self.shards, &mut self.tombstones, &mut self.tracked);
+        self.policy.after_creation(now, *tracked, |shard, bounds| {
+            *tracked -= sweep_shard::<K, W>(&mut windows[shard], &mut tombstones[shard], bounds);
+            *tracked
+        });
         result
     }
 
@@ -95,7 +96,7 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
         self.policy.window.check_weight(n)?;
         Ok(match self.shard(key).get(key) {
             Some((window, watermark)) => now >= *watermark && window.allowed_n(now, n),
-            None => now >= self.removal_watermark(key),
+            None => now >= self.removal_watermark(self.policy.shard_of(key), key),
         })
     }
 
@@ -107,40 +108,41 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
             }
             None => self
                 .policy
-                .status_of_unknown_key(self.removal_watermark(key), now),
+                .status_of_unknown_key(self.removal_watermark(self.policy.shard_of(key), key), now),
         }
     }
 
-    /// One step of a sweep at `now` under removal floor `floor` (already raised): the
-    /// concurrent shape's `sweep_shard`, on plain maps.
-    fn sweep_shard(&mut self, shard: usize, now: u64, floor: u64) -> usize {
-        let tombstones = &mut self.tombstones[shard];
-        tombstones.retain(|_, fresh_from| *fresh_from > floor);
-        let horizon = self.policy.idle_horizon(now);
-        let windows = &mut self.shards[shard];
-        let before = windows.len();
-        windows.retain(|key, (window, _)| {
-            if !window.is_fresh_by(horizon) {
-                return true;
-            }
-            let fresh_from = window.fresh_from();
-            if fresh_from > floor {
-                let tombstone = tombstones.entry(key.clone()).or_insert(fresh_from);
-                *tombstone = (*tombstone).max(fresh_from);
-            }
-            false
-        });
-        let removed = before - windows.len();
-        self.tracked -= removed;
-        removed
-    }
-
     fn remove_idle(&mut self, now: u64) -> usize {
-        let floor = self.policy.removal_floor(now);
-        (0..self.shards.len())
-            .map(|shard| self.sweep_shard(shard, now, floor))
-            .sum()
+        let (windows, tombstones, tracked) =
+            (&mut self.shards, &mut self.tombstones, &mut self.tracked);
+        self.policy.remove_idle(now, |shard, bounds| {
+            let removed = sweep_shard::<K, W>(&mut windows[shard], &mut tombstones[shard], bounds);
+            *tracked -= removed;
+            removed
+        })
     }
+}
+
+/// One step of a sweep over one shard: the concurrent shape's `sweep_shard`, on plain maps.
+/// Returns how many keys it removed.
+fn sweep_shard<K: Hash + Eq + Clone, W: Window>(
+    windows: &mut Shard<K, W>,
+    tombstones: &mut HashMap<K, u64, KeyHasher>,
+    bounds: SweepBounds,
+) -> usize {
+    tombstones.retain(|_, fresh_from| !bounds.drops_tombstone(*fresh_from));
+    let before = windows.len();
+    windows.retain(|key, (window, _)| {
+        if !window.is_fresh_by(bounds.horizon()) {
+            return true;
+        }
+        if let Some(fresh_from) = bounds.tombstone_for(window.fresh_from()) {
+            let tombstone = tombstones.entry(key.clone()).or_insert(fresh_from);
+            *tombstone = (*tombstone).max(fresh_from);
+        }
+        false
+    });
+    before - windows.len()
 }
 
 /// The lock a lock crate puts around [`KeyedWindows`]: `read` serves `allowed` and `status`,
