@@ -49,6 +49,7 @@ pub mod keyed;
 mod limit;
 mod limiter;
 mod lockfree;
+pub mod pool;
 mod sync;
 pub mod window;
 
@@ -59,6 +60,7 @@ pub use keyed::{EntryWatermark, Options};
 pub use limit::{Limit, LimitError, MAX_REQUESTS};
 pub use limiter::RateLimiter;
 pub use lockfree::{AtomicEntry, LockFreeLimiter};
+pub use pool::{KeyPool, PoolError, PoolMode, PoolStatus, Refusal};
 pub use window::buckets::{
     AtomicBuckets, BucketError, RollingBuckets, SequentialBuckets, MAX_PHYSICAL_BUCKETS,
     MAX_TOTAL_WEIGHT,

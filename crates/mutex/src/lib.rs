@@ -18,10 +18,15 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use slidelimit::pool::{KeyPool, LockedLedger, SequentialLedger};
 use slidelimit::{ExactLog, KeyedWindows, LockedKeys, StateLock};
 
 /// The global-`Mutex` limiter; `MutexLimiter::new(limit)` gives the exact log.
 pub type MutexLimiter<K, W = ExactLog> = LockedKeys<K, W, GlobalMutex<KeyedWindows<K, W>>>;
+
+/// The key pool of `slidelimit::pool` with its ledger behind one `Mutex`: the same algorithm
+/// as the lock-free `KeyPool`, one call at a time.
+pub type MutexKeyPool<N> = KeyPool<N, LockedLedger<GlobalMutex<SequentialLedger>>>;
 
 /// One `Mutex` around all state: reads and writes alike take it.
 pub struct GlobalMutex<T>(Mutex<T>);

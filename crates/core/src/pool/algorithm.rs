@@ -1,0 +1,246 @@
+//! The key-pool algorithm, written once over [`LedgerCells`]: the sequential form runs it on
+//! plain integers under a lock, the atomic form on atomics with one CAS per decision (see the
+//! parent module for the steps, the bound and the guarantees).
+
+use super::control::Control;
+use super::geometry::PoolGeometry;
+use super::{PoolStatus, Refusal};
+use crate::sync::retry_hint;
+use crate::window::MAX_TICK;
+
+/// What the algorithm reads: the control word ([`Control`]), the release watermark and each
+/// bucket slot's fields.
+pub(crate) trait LedgerReads {
+    fn geometry(&self) -> &PoolGeometry;
+    /// The control word.
+    fn control(&self) -> u64;
+    /// The latest tick at which a released bucket cooled down: a call below it is late.
+    fn released_through(&self) -> u64;
+    /// The full sequence number of the first use in the bucket at `slot`.
+    fn first_seq(&self, slot: usize) -> u64;
+    /// The tick at which the bucket at `slot` opened (unused without a time threshold).
+    fn opened_at(&self, slot: usize) -> u64;
+    /// The newest tick of a use in the bucket at `slot`.
+    fn last_use(&self, slot: usize) -> u64;
+}
+
+impl<T: LedgerReads> LedgerReads for &T {
+    fn geometry(&self) -> &PoolGeometry {
+        (**self).geometry()
+    }
+    fn control(&self) -> u64 {
+        (**self).control()
+    }
+    fn released_through(&self) -> u64 {
+        (**self).released_through()
+    }
+    fn first_seq(&self, slot: usize) -> u64 {
+        (**self).first_seq(slot)
+    }
+    fn opened_at(&self, slot: usize) -> u64 {
+        (**self).opened_at(slot)
+    }
+    fn last_use(&self, slot: usize) -> u64 {
+        (**self).last_use(slot)
+    }
+}
+
+/// What the algorithm writes. `replace_control` is a CAS in the atomic form (it may fail with
+/// the word found) and always succeeds in the sequential form. Every `raise_*` keeps the
+/// larger of the stored and the given value, so a writer that lost a race can never lower
+/// what the winner wrote.
+pub(crate) trait LedgerCells: LedgerReads {
+    fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64>;
+    fn raise_released_through(&mut self, tick: u64);
+    fn raise_first_seq(&mut self, slot: usize, seq: u64);
+    fn raise_opened_at(&mut self, slot: usize, tick: u64);
+    fn raise_last_use(&mut self, slot: usize, tick: u64);
+}
+
+/// One consistent reading of the pool: the slot fields were read while the control word held
+/// `word` (it was read again after them and had not changed).
+#[derive(Clone, Copy, Debug)]
+struct View {
+    word: u64,
+    control: Control,
+    /// The full sequence number the next use gets.
+    next_seq: u64,
+    /// Uses in held buckets.
+    held: u64,
+    /// Slot of the newest bucket (of the last one released when none is held).
+    newest: usize,
+    /// Whether the newest bucket takes another use at the caller's `now`.
+    newest_accepts: bool,
+    /// The tick from which the oldest held bucket has cooled down (`u64::MAX` if none).
+    head_cooled_at: u64,
+}
+
+/// Reads the slots the decision needs, then the control word again, until the word is the
+/// same on both sides: then no bucket was opened or released in between, so the fields read
+/// belong to the buckets `word` describes.
+fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
+    let geometry = *cells.geometry();
+    loop {
+        let control = Control::unpack(word);
+        let newest = ((control.head + control.live + geometry.slots - 1) % geometry.slots) as usize;
+        let newest_first = cells.first_seq(newest);
+        let newest_uses = control.uses_since(newest_first);
+        let (held, head_cooled_at) = if control.live == 0 {
+            (0, u64::MAX)
+        } else {
+            let head = control.head as usize;
+            (
+                control.uses_since(cells.first_seq(head)),
+                geometry.cooled_at(cells.last_use(head)),
+            )
+        };
+        let newest_accepts = control.live > 0
+            && newest_uses < geometry.bucket_uses
+            && !geometry.time_closed(cells.opened_at(newest), now);
+        let again = cells.control();
+        if again == word {
+            return View {
+                word,
+                control,
+                next_seq: newest_first.wrapping_add(newest_uses),
+                held,
+                newest,
+                newest_accepts,
+                head_cooled_at,
+            };
+        }
+        word = again;
+        retry_hint();
+    }
+}
+
+/// Hands out one use at `now`: its full sequence number (the caller names it `seq mod keys`),
+/// or why not.
+///
+/// One decision, one CAS: release the oldest bucket if the pool needs its uses or its slot
+/// and it has cooled down, then join the newest bucket or open the next one.
+pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refusal> {
+    let now = now.min(MAX_TICK);
+    let geometry = *cells.geometry();
+    let mut word = cells.control();
+    loop {
+        let view = read_view(cells, word, now);
+        if now < cells.released_through() {
+            // A call with a later `now` released a bucket that has not cooled down by this
+            // call's `now`; using its uses here could hand a key out twice within T.
+            return Err(Refusal::Late);
+        }
+        let mut next = view.control;
+        let mut join = view.newest_accepts;
+        let out_of_uses = view.held >= geometry.total_uses;
+        if out_of_uses || (!join && next.live >= geometry.slots - 1) {
+            if view.head_cooled_at > now {
+                return Err(if out_of_uses {
+                    Refusal::Exhausted
+                } else {
+                    Refusal::NoBucket
+                });
+            }
+            // Published before the CAS that releases: whoever sees the new head sees this.
+            cells.raise_released_through(view.head_cooled_at);
+            next.head = (next.head + 1) % geometry.slots;
+            next.live -= 1;
+            join &= next.live > 0;
+        }
+        let seq = view.next_seq;
+        if cfg!(slidelimit_loom_mutant = "pool_join_after_cas") && join {
+            // Deliberately broken: records the use's time after the CAS that counts it, so
+            // a release in between judges the bucket by an older newest use.
+            if cells
+                .replace_control(view.word, next.after_use().pack())
+                .is_ok()
+            {
+                cells.raise_last_use(view.newest, now);
+                return Ok(seq);
+            }
+            word = cells.control();
+            retry_hint();
+            continue;
+        }
+        if join {
+            cells.raise_last_use(view.newest, now);
+        } else {
+            let slot = ((next.head + next.live) % geometry.slots) as usize;
+            cells.raise_first_seq(slot, seq);
+            if geometry.open_ticks.is_some() {
+                cells.raise_opened_at(slot, now);
+            }
+            cells.raise_last_use(slot, now);
+            next.live += 1;
+        }
+        match cells.replace_control(view.word, next.after_use().pack()) {
+            Ok(()) => return Ok(seq),
+            Err(found) => {
+                word = found;
+                retry_hint();
+            }
+        }
+    }
+}
+
+/// What a call at `now` would get, without taking anything: the held buckets that have
+/// cooled down by `now` count as released (the next use would release them one by one).
+pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
+    let now = now.min(MAX_TICK);
+    let geometry = *cells.geometry();
+    let mut word = cells.control();
+    loop {
+        let view = read_view(cells, word, now);
+        let released_through = cells.released_through();
+        let mut head = view.control.head;
+        let mut live = view.control.live;
+        let mut head_cooled_at = view.head_cooled_at;
+        while live > 0 && head_cooled_at <= now {
+            head = (head + 1) % geometry.slots;
+            live -= 1;
+            head_cooled_at = if live == 0 {
+                u64::MAX
+            } else {
+                geometry.cooled_at(cells.last_use(head as usize))
+            };
+        }
+        let held = if live == 0 {
+            0
+        } else {
+            view.control.uses_since(cells.first_seq(head as usize))
+        };
+        let again = cells.control();
+        if again != word {
+            word = again;
+            retry_hint();
+            continue;
+        }
+        let newest_accepts = view.newest_accepts && live > 0;
+        let refusal = if now < released_through {
+            Some(Refusal::Late)
+        } else if held >= geometry.total_uses {
+            Some(Refusal::Exhausted)
+        } else if !newest_accepts && live >= geometry.slots - 1 {
+            Some(Refusal::NoBucket)
+        } else {
+            None
+        };
+        let available = if refusal.is_some() {
+            0
+        } else {
+            geometry.total_uses - held
+        };
+        let retry_at = match refusal {
+            None => now,
+            Some(Refusal::Late) => released_through,
+            Some(_) => head_cooled_at,
+        };
+        return PoolStatus {
+            available,
+            held_uses: held,
+            held_buckets: live,
+            retry_at,
+            refusal,
+        };
+    }
+}

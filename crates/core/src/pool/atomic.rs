@@ -1,0 +1,126 @@
+//! The key-pool ledger in atomics: every decision is one CAS on the control word.
+//!
+//! # Atomic orderings
+//! - Loads are `Acquire`: a load of the control word pairs with the `Release` half of the CAS
+//!   that wrote it, so the slot fields that CAS's caller raised before it are visible; a slot
+//!   load pairs with the `Release` raise that wrote it, so the control word re-read after it
+//!   is at least as new as the one that raiser had read.
+//! - Raises (`fetch_max`) are `Release`: they come before the caller's control CAS, and a
+//!   reader that sees a raise must see the control word its writer started from.
+//! - The control CAS is `AcqRel` on success (it publishes the raises before it and reads the
+//!   previous decision's) and `Acquire` on failure (the word found is read like a load).
+//! - Nothing relies on `SeqCst`: a decision is valid exactly when its CAS succeeds.
+
+use super::algorithm::{status, take, LedgerCells, LedgerReads};
+use super::control::Control;
+use super::geometry::PoolGeometry;
+use super::{PoolStatus, Refusal, UseLedger};
+use crate::sync::{AtomicU64, Ordering};
+
+/// One bucket slot's three words (see [`LedgerCells`] for what each holds).
+#[derive(Debug, Default)]
+struct Slot {
+    first_seq: AtomicU64,
+    opened_at: AtomicU64,
+    last_use: AtomicU64,
+}
+
+/// The lock-free ledger: a control word ([`Control`]), a release watermark and a ring of
+/// bucket slots. [`KeyPool`](super::KeyPool)'s default.
+#[derive(Debug)]
+pub struct AtomicLedger {
+    geometry: PoolGeometry,
+    control: AtomicU64,
+    released_through: AtomicU64,
+    slots: Box<[Slot]>,
+}
+
+impl AtomicLedger {
+    /// Hands out one use at `now` (the anonymous form of the seed's `tryUseKey`).
+    #[must_use]
+    pub fn try_use(&self, now: u64) -> bool {
+        self.take(now).is_ok()
+    }
+}
+
+impl UseLedger for AtomicLedger {
+    fn new(geometry: PoolGeometry) -> Self {
+        Self {
+            geometry,
+            control: AtomicU64::new(Control::EMPTY.pack()),
+            released_through: AtomicU64::new(0),
+            slots: (0..geometry.slots).map(|_| Slot::default()).collect(),
+        }
+    }
+    fn name(&self) -> &'static str {
+        "lock-free"
+    }
+    fn geometry(&self) -> &PoolGeometry {
+        &self.geometry
+    }
+    fn take(&self, now: u64) -> Result<u64, Refusal> {
+        take(&mut &*self, now)
+    }
+    fn status(&self, now: u64) -> PoolStatus {
+        status(self, now)
+    }
+    fn ledger_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.slots.len() * std::mem::size_of::<Slot>()
+    }
+}
+
+impl LedgerReads for AtomicLedger {
+    fn geometry(&self) -> &PoolGeometry {
+        &self.geometry
+    }
+    fn control(&self) -> u64 {
+        // Pairs with the control CAS (AcqRel) that wrote the word.
+        self.control.load(Ordering::Acquire)
+    }
+    fn released_through(&self) -> u64 {
+        // Read after the control word; pairs with the releaser's raise (Release) made before
+        // its CAS, so a caller that saw a release sees its watermark.
+        self.released_through.load(Ordering::Acquire)
+    }
+    fn first_seq(&self, slot: usize) -> u64 {
+        // Pairs with the opener's raise (Release) before its CAS.
+        self.slots[slot].first_seq.load(Ordering::Acquire)
+    }
+    fn opened_at(&self, slot: usize) -> u64 {
+        // Pairs with the opener's raise (Release) before its CAS.
+        self.slots[slot].opened_at.load(Ordering::Acquire)
+    }
+    fn last_use(&self, slot: usize) -> u64 {
+        // Pairs with each user's raise (Release) before its CAS: a releaser that saw a use's
+        // CAS sees its time.
+        self.slots[slot].last_use.load(Ordering::Acquire)
+    }
+}
+
+impl LedgerCells for &AtomicLedger {
+    fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64> {
+        self.control
+            // Success: publishes this call's raises to whoever loads the word (Acquire).
+            // Failure: the word found is read like a load, paired with its writer's CAS.
+            .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
+            .map(drop)
+    }
+    fn raise_released_through(&mut self, tick: u64) {
+        // Before the releasing CAS; pairs with the load above.
+        self.released_through.fetch_max(tick, Ordering::Release);
+    }
+    fn raise_first_seq(&mut self, slot: usize, seq: u64) {
+        // Before the opening CAS; pairs with the load above.
+        self.slots[slot].first_seq.fetch_max(seq, Ordering::Release);
+    }
+    fn raise_opened_at(&mut self, slot: usize, tick: u64) {
+        // Before the opening CAS; pairs with the load above.
+        self.slots[slot]
+            .opened_at
+            .fetch_max(tick, Ordering::Release);
+    }
+    fn raise_last_use(&mut self, slot: usize, tick: u64) {
+        // Before the CAS that counts the use; pairs with the load above.
+        self.slots[slot].last_use.fetch_max(tick, Ordering::Release);
+    }
+}

@@ -1,0 +1,127 @@
+//! The key-pool ledger in plain integers, for use under a lock (the `Mutex` sibling).
+
+use super::algorithm::{status, take, LedgerCells, LedgerReads};
+use super::control::Control;
+use super::geometry::PoolGeometry;
+use super::{PoolStatus, Refusal, UseLedger};
+use crate::keyed::sequential::StateLock;
+
+/// One bucket slot: the first use's sequence number, the opening tick, the newest use's tick.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    first_seq: u64,
+    opened_at: u64,
+    last_use: u64,
+}
+
+/// The pool's buckets in plain integers; not synchronised (a [`StateLock`] guards it in
+/// [`LockedLedger`]).
+#[derive(Clone, Debug)]
+pub struct SequentialLedger {
+    geometry: PoolGeometry,
+    control: u64,
+    released_through: u64,
+    slots: Box<[Slot]>,
+}
+
+impl SequentialLedger {
+    /// An empty ledger: every use free.
+    #[must_use]
+    pub fn new(geometry: PoolGeometry) -> Self {
+        Self {
+            geometry,
+            control: Control::EMPTY.pack(),
+            released_through: 0,
+            slots: vec![Slot::default(); geometry.slots as usize].into_boxed_slice(),
+        }
+    }
+
+    /// Hands out one use at `now`: its sequence number, or why not.
+    ///
+    /// # Errors
+    /// The [`Refusal`] that applies.
+    pub fn take(&mut self, now: u64) -> Result<u64, Refusal> {
+        take(self, now)
+    }
+
+    /// What a call at `now` would get, without taking anything.
+    #[must_use]
+    pub fn status(&self, now: u64) -> PoolStatus {
+        status(self, now)
+    }
+}
+
+impl LedgerReads for SequentialLedger {
+    fn geometry(&self) -> &PoolGeometry {
+        &self.geometry
+    }
+    fn control(&self) -> u64 {
+        self.control
+    }
+    fn released_through(&self) -> u64 {
+        self.released_through
+    }
+    fn first_seq(&self, slot: usize) -> u64 {
+        self.slots[slot].first_seq
+    }
+    fn opened_at(&self, slot: usize) -> u64 {
+        self.slots[slot].opened_at
+    }
+    fn last_use(&self, slot: usize) -> u64 {
+        self.slots[slot].last_use
+    }
+}
+
+impl LedgerCells for SequentialLedger {
+    fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64> {
+        debug_assert_eq!(self.control, current);
+        self.control = new;
+        Ok(())
+    }
+    fn raise_released_through(&mut self, tick: u64) {
+        self.released_through = self.released_through.max(tick);
+    }
+    fn raise_first_seq(&mut self, slot: usize, seq: u64) {
+        let field = &mut self.slots[slot].first_seq;
+        *field = (*field).max(seq);
+    }
+    fn raise_opened_at(&mut self, slot: usize, tick: u64) {
+        let field = &mut self.slots[slot].opened_at;
+        *field = (*field).max(tick);
+    }
+    fn raise_last_use(&mut self, slot: usize, tick: u64) {
+        let field = &mut self.slots[slot].last_use;
+        *field = (*field).max(tick);
+    }
+}
+
+/// The sequential ledger behind a lock `L` (`slidelimit_mutex::MutexKeyPool` uses a global
+/// `Mutex`): the same algorithm as [`super::AtomicLedger`], one call at a time.
+pub struct LockedLedger<L> {
+    state: L,
+    geometry: PoolGeometry,
+}
+
+impl<L: StateLock<SequentialLedger>> UseLedger for LockedLedger<L> {
+    fn new(geometry: PoolGeometry) -> Self {
+        Self {
+            state: L::new(SequentialLedger::new(geometry)),
+            geometry,
+        }
+    }
+    fn name(&self) -> &'static str {
+        L::NAME
+    }
+    fn geometry(&self) -> &PoolGeometry {
+        &self.geometry
+    }
+    fn take(&self, now: u64) -> Result<u64, Refusal> {
+        self.state.write(|ledger| ledger.take(now))
+    }
+    fn status(&self, now: u64) -> PoolStatus {
+        self.state.read(|ledger| ledger.status(now))
+    }
+    fn ledger_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.geometry.slots as usize * std::mem::size_of::<Slot>()
+    }
+}
