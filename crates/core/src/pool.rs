@@ -1,7 +1,122 @@
 //! The key-pool throttler of seeds 000 and 001: `K` API keys, each usable `X` times per
 //! cooldown `T`; [`KeyPool::get_next_key`] names a key that may be used now, or none.
 //!
-//! PROOF-DOCS
+//! ```
+//! use slidelimit::pool::{KeyPool, PoolMode};
+//!
+//! // Seed 001: each key 500 times per 10 minutes (ticks in ms). Relaxation AB: a refusal only
+//! // when fewer than 50 uses are truly free and every held use is under 11 minutes old.
+//! let mode = PoolMode::Both { threshold_ticks: 60_000, key_threshold: 50 };
+//! let pool: KeyPool<&str> = KeyPool::new(["k1", "k2", "k3"], 500, 600_000, mode)?;
+//! assert_eq!(pool.get_next_key(0), Some(&"k1"));
+//! assert_eq!(pool.get_next_key(5), Some(&"k2"));
+//! assert_eq!(pool.get_next_key(9), Some(&"k3"));
+//! assert_eq!(pool.get_next_key(9), Some(&"k1"), "names cycle in the order given");
+//! assert_eq!(pool.available(10), 1_500 - 4);
+//! // At most 10 time-closed + 29 full buckets + the one opening are held at once.
+//! assert_eq!(pool.geometry().bucket_bound(), 40);
+//! # Ok::<(), slidelimit::PoolError>(())
+//! ```
+//!
+//! # The algorithm
+//! The pool treats its `L = K·X` uses as anonymous and numbers them `0, 1, 2, …` in the order
+//! it hands them out; use `s` gets name `s mod K`. Uses are grouped in **buckets** (seed 000):
+//! a bucket opens with a use, takes more while it holds fewer than `k` uses and, with a time
+//! threshold `τ`, while `now < opened_at + τ`; it remembers its first use's number and its
+//! newest use's tick. A bucket **cools down** at its newest use + `T` and is then released,
+//! oldest first. A call:
+//! 1. is refused as **late** if its `now` is below the cooldown end of a bucket that a call
+//!    with a later `now` already released;
+//! 2. if all `L` uses are held, or no bucket takes the use and the ring has no spare slot,
+//!    releases the oldest bucket if it has cooled down by `now`, and is refused otherwise;
+//! 3. joins the newest bucket if it takes the use, or opens the next one.
+//!
+//! `Exact` is the same algorithm with `k = 1` and no `τ` (one bucket per use, `L` slots);
+//! `TimeBound` has `k = L`, `CountBound` no `τ`. Memory is `24` bytes per ring slot
+//! ([`PoolGeometry::slots`]), whatever the traffic.
+//!
+//! # Guarantees
+//! - **Never a false positive**, for every interleaving and every order of `now`: no name is
+//!   handed out more than `uses_per_key` times in any window `(x - T, x]` of the `now` values
+//!   passed in.
+//! - With non-decreasing `now`: `Exact` answers exactly like a sorted log of every use;
+//!   `TimeBound` refuses only when every held use was made within `T + τ` (relaxation A),
+//!   `CountBound` only when fewer than `k` uses are truly free (B), `Both` only when both hold
+//!   (AB). No more than [`bucket_bound`] buckets are ever held, so [`Refusal::NoBucket`] never
+//!   happens.
+//! - Under concurrency, calls are linearised by their CAS. A call whose `now` lags behind a
+//!   release is refused as [`Refusal::Late`] (like a late caller of the keyed limiters); a
+//!   thread that lost a race to open a bucket may still raise that slot's opening or newest-use
+//!   tick to its own `now`, so the relaxations stretch by how far apart racing `now`s are,
+//!   never the other way.
+//! - Out-of-order `now` never panics and never breaks safety. A bucket may then be held past
+//!   the bound (a refusal [`Refusal::NoBucket`]), and a `now` far in the future (bad input) is
+//!   a use at that time: it holds its bucket, and every bucket opened after it (they are
+//!   released oldest first), until that time plus `T`, so the pool refuses once its other uses
+//!   are spent. Callers that cannot trust their clock should clamp it.
+//!
+//! # Why a fixed cyclic order of names is safe
+//! Seed 000 observes that a fixed order of names suffices when time only moves forward. The
+//! ledger proves more, in any order of `now`. Let use `s + L` be handed out at `now = t'`. It
+//! was granted with fewer than `L` uses held, and buckets hold consecutive numbers and are
+//! released oldest first, so the bucket holding use `s` had been released. Its releaser raised
+//! the release watermark to that bucket's newest use + `T` ≥ `t_s + T` before the CAS that
+//! released it, and the call of `s + L` read the control word after that CAS, then the
+//! watermark, and was not late: `t' ≥ t_s + T`. Now take any `X + 1` uses of one name: they are
+//! uses `j + K·i` for `X + 1` distinct `i`, two of which are congruent modulo `X`, say
+//! `i < i + c·X`; stepping `L = K·X` numbers at a time, each step at least `T` later,
+//! `t_{j+K(i+cX)} ≥ t_{j+Ki} + c·T`. Two of the `X + 1` uses are `T` or more apart: they do not
+//! fit in one window of length `T`.
+//!
+//! # The bucket bound
+//! **Theorem.** With non-decreasing `now`, the number of buckets held at once (opened and not
+//! cooled down) is at most, and can reach,
+//!
+//! `B = max(F(c₀, 0), F(c₁, 1))`, `F(c, e) = c + ⌊(L - 1 - c - e) / k⌋ + 1`,
+//!
+//! with `c₀ = min(⌊(T - 1) / τ⌋, L - 1)`, `c₁ = ⌈(T - 1) / τ⌉` (the second term only when
+//! `c₁ > c₀` and `c₁ < L - 1`), and `B = ⌈L / k⌉` without `τ` ([`bucket_bound`]).
+//!
+//! *Upper bound.* The held count grows only when a bucket opens; take such a moment `t` and the
+//! held buckets `b_1, …, b_m`, oldest first, `b_m` the one opening at `t`, `o_i` their opening
+//! ticks (non-decreasing), `u_i` their newest uses. Each `b_i`, `i < m`, stopped taking uses
+//! before `b_{i+1}` opened: it was **full** (`k` uses) or **time-closed** (the call that
+//! opened `b_{i+1}` had `now ≥ o_i + τ`, so `o_{i+1} ≥ o_i + τ`). Let `f` be the full ones and
+//! `c` the others.
+//! - *Uses:* `b_m` opened only with fewer than `L` uses held and every bucket holds one, so
+//!   `c + f·k ≤ L - 1`.
+//! - *Time:* `b_1` is held at `t`, so `u_1 ≥ t - T + 1`, and a bucket takes uses only before
+//!   `o + τ`, so `o_1 ≥ u_1 - τ + 1 ≥ t - T - τ + 2`. Each time-closed bucket pushes the next
+//!   opening tick up by `τ`: `c·τ ≤ t - o_1 ≤ T + τ - 2`, so `c ≤ c₁`. If `c > ⌊(T - 1)/τ⌋`,
+//!   then `o_1 < u_1`: `b_1` holds a use at `o_1` and a later one, and it is one of the `c`
+//!   (were it full, `b_2` would open no earlier than `u_1` and `c·τ ≤ T - 1`); so the `c`
+//!   buckets hold `c + 1` uses: `c + 1 + f·k ≤ L - 1`.
+//!
+//! So `m = c + f + 1 ≤ F(c, e)` with `e = 1` exactly when `c > c₀`; `F` grows with `c` for a
+//! fixed `e`, hence `m ≤ B`.
+//!
+//! *Reached.* Open `b_1` at `o_1 = t - T - τ + 2` and use it again at `o_1 + τ - 1` (or, for
+//! `F(c₀, 0)`, open it at `t - T + 1` with one use), pack the `f` full buckets of `k` uses at
+//! the next opening tick, then open one bucket with one use every `τ` ticks; the last opens at
+//! `t` while `b_1` is still held. `tests/it/pool.rs` drives the seed's numbers there, and
+//! `bound_search.rs` (a unit test) runs every trace of non-decreasing `now` through the real
+//! ledger for all `L ≤ 6`, `T ≤ 7`, `τ ≤ T + 1`, `k ≤ L` and finds exactly `B` every time.
+//!
+//! *The seed's `⌈T / τ⌉ + ⌈L / k⌉`.* The seed releases a bucket at `o + τ + T`, not at its newest
+//! use + `T`; the same argument then gives `o_1 ≥ t - T - τ + 1`, `c ≤ ⌈T / τ⌉`, no extra use,
+//! and a maximum of `c + ⌊(L - 1 - c)/k⌋ + 1` with `c = min(⌈T / τ⌉, L - 1)`. That equals the
+//! seed's formula exactly when `(L - 1) mod k ≥ ⌈T / τ⌉`, as in its example (`499 mod 50 = 49 ≥
+//! 10`): 20 is right there, and one less fails because the bucket being opened is held
+//! together with `⌈T / τ⌉` time-closed buckets whose opening ticks span up to `T + τ - 1`, not
+//! `T`. The formula is never too small, and is too large by up to `⌈T / τ⌉ - 1` buckets where
+//! `(L - 1) mod k` is small. This crate releases at the newest use + `T` (sooner, so never more
+//! buckets): the seed's example needs 20 buckets in millisecond ticks and 19 in minute ticks.
+//!
+//! # Atomic orderings
+//! One CAS on the control word decides each call ([`AtomicLedger`]); the slot fields and the
+//! release watermark only grow (`fetch_max`) and are raised before that CAS, so a reader that
+//! sees the CAS sees them; a reader re-reads the control word after the slot fields and
+//! decides only on a view where it did not change. See `pool/atomic.rs` for each ordering.
 
 mod algorithm;
 mod atomic;

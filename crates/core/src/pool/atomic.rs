@@ -25,7 +25,7 @@ struct Slot {
     last_use: AtomicU64,
 }
 
-/// The lock-free ledger: a control word ([`Control`]), a release watermark and a ring of
+/// The lock-free ledger: a packed control word, a release watermark and a ring of
 /// bucket slots. [`KeyPool`](super::KeyPool)'s default.
 #[derive(Debug)]
 pub struct AtomicLedger {
