@@ -22,11 +22,11 @@
 //! The pool treats its `L = K·X` uses as anonymous and numbers them `0, 1, 2, …` in the order
 //! it hands them out; use `s` gets name `s mod K`. Uses are grouped in **buckets** (seed 000):
 //! a bucket opens with a use, takes more while it holds fewer than `k` uses and, with a time
-//! threshold `τ`, while `now < opened_at + τ`; it remembers its first use's number and its
-//! newest use's tick. A bucket **cools down** at its newest use + `T` and is then released,
+//! threshold `τ`, while `now < opened_at + τ`; it remembers its first use's number, its opening
+//! tick and its cooldown end (newest use + `T`). A bucket **cools down** at its newest use + `T` and is then released,
 //! oldest first. A call:
-//! 1. is refused as **late** if its `now` is below the cooldown end of a bucket that a call
-//!    with a later `now` already released;
+//! 1. is refused as **late** if its `now` is below the cooldown end of the last bucket
+//!    released (by a call with a later `now`);
 //! 2. if all `L` uses are held, or no bucket takes the use and the ring has no spare slot,
 //!    releases the oldest bucket if it has cooled down by `now`, and is refused otherwise;
 //! 3. joins the newest bucket if it takes the use, or opens the next one.
@@ -59,10 +59,12 @@
 //! Seed 000 observes that a fixed order of names suffices when time only moves forward. The
 //! ledger proves more, in any order of `now`. Let use `s + L` be handed out at `now = t'`. It
 //! was granted with fewer than `L` uses held, and buckets hold consecutive numbers and are
-//! released oldest first, so the bucket holding use `s` had been released. Its releaser raised
-//! the release watermark to that bucket's newest use + `T` ≥ `t_s + T` before the CAS that
-//! released it, and the call of `s + L` read the control word after that CAS, then the
-//! watermark, and was not late: `t' ≥ t_s + T`. Now take any `X + 1` uses of one name: they are
+//! released oldest first, so the bucket holding use `s` had been released. Every use raises its
+//! bucket's cooldown end to its `now + T` before the CAS that counts it, and a bucket opens
+//! with a cooldown end no lower than the one before it (whose uses all came before that
+//! opening CAS), so the cooldown end of the last bucket released, kept in the slot before the
+//! head, is at least `t_s + T`. The call of `s + L` read that slot in the same view as the
+//! control word it swapped and was not late: `t' ≥ t_s + T`. Now take any `X + 1` uses of one name: they are
 //! uses `j + K·i` for `X + 1` distinct `i`, two of which are congruent modulo `X`, say
 //! `i < i + c·X`; stepping `L = K·X` numbers at a time, each step at least `T` later,
 //! `t_{j+K(i+cX)} ≥ t_{j+Ki} + c·T`. Two of the `X + 1` uses are `T` or more apart: they do not
@@ -113,8 +115,8 @@
 //! buckets): the seed's example needs 20 buckets in millisecond ticks and 19 in minute ticks.
 //!
 //! # Atomic orderings
-//! One CAS on the control word decides each call ([`AtomicLedger`]); the slot fields and the
-//! release watermark only grow (`fetch_max`) and are raised before that CAS, so a reader that
+//! One CAS on the control word decides each call ([`AtomicLedger`]); the slot fields only grow
+//! (`fetch_max`) and are raised before that CAS, so a reader that
 //! sees the CAS sees them; a reader re-reads the control word after the slot fields and
 //! decides only on a view where it did not change. See `pool/atomic.rs` for each ordering.
 
@@ -162,7 +164,8 @@ pub struct PoolStatus {
     /// Buckets not cooled down by `now`.
     pub held_buckets: u64,
     /// The earliest tick at which a call may get a key: `now` when one is available, else
-    /// when the oldest held bucket cools down (or, for a late call, the release watermark).
+    /// when the oldest held bucket cools down (or, for a late call, when the last bucket
+    /// released did).
     pub retry_at: u64,
     /// Why a call at `now` would be refused, if it would.
     pub refusal: Option<Refusal>,

@@ -8,20 +8,18 @@ use super::{PoolStatus, Refusal};
 use crate::sync::retry_hint;
 use crate::window::MAX_TICK;
 
-/// What the algorithm reads: the control word ([`Control`]), the release watermark and each
-/// bucket slot's fields.
+/// What the algorithm reads: the control word ([`Control`]) and each bucket slot's fields.
 pub(crate) trait LedgerReads {
     fn geometry(&self) -> &PoolGeometry;
     /// The control word.
     fn control(&self) -> u64;
-    /// The latest tick at which a released bucket cooled down: a call below it is late.
-    fn released_through(&self) -> u64;
     /// The full sequence number of the first use in the bucket at `slot`.
     fn first_seq(&self, slot: usize) -> u64;
     /// The tick at which the bucket at `slot` opened (unused without a time threshold).
     fn opened_at(&self, slot: usize) -> u64;
-    /// The newest tick of a use in the bucket at `slot`.
-    fn last_use(&self, slot: usize) -> u64;
+    /// The tick from which the bucket at `slot` has cooled down: its newest use + `T`, and
+    /// never below the bucket before it (0 for a slot never used).
+    fn cooled_at(&self, slot: usize) -> u64;
 }
 
 impl<T: LedgerReads> LedgerReads for &T {
@@ -31,17 +29,14 @@ impl<T: LedgerReads> LedgerReads for &T {
     fn control(&self) -> u64 {
         (**self).control()
     }
-    fn released_through(&self) -> u64 {
-        (**self).released_through()
-    }
     fn first_seq(&self, slot: usize) -> u64 {
         (**self).first_seq(slot)
     }
     fn opened_at(&self, slot: usize) -> u64 {
         (**self).opened_at(slot)
     }
-    fn last_use(&self, slot: usize) -> u64 {
-        (**self).last_use(slot)
+    fn cooled_at(&self, slot: usize) -> u64 {
+        (**self).cooled_at(slot)
     }
 }
 
@@ -51,10 +46,9 @@ impl<T: LedgerReads> LedgerReads for &T {
 /// what the winner wrote.
 pub(crate) trait LedgerCells: LedgerReads {
     fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64>;
-    fn raise_released_through(&mut self, tick: u64);
     fn raise_first_seq(&mut self, slot: usize, seq: u64);
     fn raise_opened_at(&mut self, slot: usize, tick: u64);
-    fn raise_last_use(&mut self, slot: usize, tick: u64);
+    fn raise_cooled_at(&mut self, slot: usize, tick: u64);
 }
 
 /// One consistent reading of the pool: the slot fields were read while the control word held
@@ -73,6 +67,11 @@ struct View {
     newest_accepts: bool,
     /// The tick from which the oldest held bucket has cooled down (`u64::MAX` if none).
     head_cooled_at: u64,
+    /// The tick from which the newest bucket has cooled down.
+    newest_cooled_at: u64,
+    /// The tick from which the last bucket released had cooled down (the slot before the
+    /// head; 0 if none was): a call below it is late.
+    released_cooled_at: u64,
 }
 
 /// Reads the slots the decision needs, then the control word again, until the word is the
@@ -91,9 +90,12 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
             let head = control.head as usize;
             (
                 control.uses_since(cells.first_seq(head)),
-                geometry.cooled_at(cells.last_use(head)),
+                cells.cooled_at(head),
             )
         };
+        let newest_cooled_at = cells.cooled_at(newest);
+        let released = ((control.head + geometry.slots - 1) % geometry.slots) as usize;
+        let released_cooled_at = cells.cooled_at(released);
         let newest_accepts = control.live > 0
             && newest_uses < geometry.bucket_uses
             && !geometry.time_closed(cells.opened_at(newest), now);
@@ -107,6 +109,8 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
                 newest,
                 newest_accepts,
                 head_cooled_at,
+                newest_cooled_at,
+                released_cooled_at,
             };
         }
         word = again;
@@ -125,7 +129,7 @@ pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refus
     let mut word = cells.control();
     loop {
         let view = read_view(cells, word, now);
-        if now < cells.released_through() {
+        if now < view.released_cooled_at {
             // A call with a later `now` released a bucket that has not cooled down by this
             // call's `now`; using its uses here could hand a key out twice within T.
             return Err(Refusal::Late);
@@ -141,21 +145,20 @@ pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refus
                     Refusal::NoBucket
                 });
             }
-            // Published before the CAS that releases: whoever sees the new head sees this.
-            cells.raise_released_through(view.head_cooled_at);
             next.head = (next.head + 1) % geometry.slots;
             next.live -= 1;
             join &= next.live > 0;
         }
         let seq = view.next_seq;
+        let cooled_at = geometry.cooled_at(now);
         if cfg!(slidelimit_loom_mutant = "pool_join_after_cas") && join {
-            // Deliberately broken: records the use's time after the CAS that counts it, so
-            // a release in between judges the bucket by an older newest use.
+            // Deliberately broken: records the use's cooldown end after the CAS that counts
+            // it, so a release in between judges the bucket by an older newest use.
             if cells
                 .replace_control(view.word, next.after_use().pack())
                 .is_ok()
             {
-                cells.raise_last_use(view.newest, now);
+                cells.raise_cooled_at(view.newest, cooled_at);
                 return Ok(seq);
             }
             word = cells.control();
@@ -163,14 +166,16 @@ pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refus
             continue;
         }
         if join {
-            cells.raise_last_use(view.newest, now);
+            cells.raise_cooled_at(view.newest, cooled_at);
         } else {
             let slot = ((next.head + next.live) % geometry.slots) as usize;
             cells.raise_first_seq(slot, seq);
             if geometry.open_ticks.is_some() {
                 cells.raise_opened_at(slot, now);
             }
-            cells.raise_last_use(slot, now);
+            // Never below the bucket before it: then the last bucket released bounds the
+            // cooldown end of every bucket released before it (the late check relies on it).
+            cells.raise_cooled_at(slot, cooled_at.max(view.newest_cooled_at));
             next.live += 1;
         }
         match cells.replace_control(view.word, next.after_use().pack()) {
@@ -191,7 +196,6 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
     let mut word = cells.control();
     loop {
         let view = read_view(cells, word, now);
-        let released_through = cells.released_through();
         let mut head = view.control.head;
         let mut live = view.control.live;
         let mut head_cooled_at = view.head_cooled_at;
@@ -201,7 +205,7 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
             head_cooled_at = if live == 0 {
                 u64::MAX
             } else {
-                geometry.cooled_at(cells.last_use(head as usize))
+                cells.cooled_at(head as usize)
             };
         }
         let held = if live == 0 {
@@ -216,7 +220,7 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
             continue;
         }
         let newest_accepts = view.newest_accepts && live > 0;
-        let refusal = if now < released_through {
+        let refusal = if now < view.released_cooled_at {
             Some(Refusal::Late)
         } else if held >= geometry.total_uses {
             Some(Refusal::Exhausted)
@@ -232,7 +236,7 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
         };
         let retry_at = match refusal {
             None => now,
-            Some(Refusal::Late) => released_through,
+            Some(Refusal::Late) => view.released_cooled_at,
             Some(_) => head_cooled_at,
         };
         return PoolStatus {

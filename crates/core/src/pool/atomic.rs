@@ -17,21 +17,19 @@ use super::geometry::PoolGeometry;
 use super::{PoolStatus, Refusal, UseLedger};
 use crate::sync::{AtomicU64, Ordering};
 
-/// One bucket slot's three words (see [`LedgerCells`] for what each holds).
+/// One bucket slot's three words (see [`LedgerReads`] for what each holds).
 #[derive(Debug, Default)]
 struct Slot {
     first_seq: AtomicU64,
     opened_at: AtomicU64,
-    last_use: AtomicU64,
+    cooled_at: AtomicU64,
 }
 
-/// The lock-free ledger: a packed control word, a release watermark and a ring of
-/// bucket slots. [`KeyPool`](super::KeyPool)'s default.
+/// The lock-free ledger: a packed control word and a ring of bucket slots. [`KeyPool`](super::KeyPool)'s default.
 #[derive(Debug)]
 pub struct AtomicLedger {
     geometry: PoolGeometry,
     control: AtomicU64,
-    released_through: AtomicU64,
     slots: Box<[Slot]>,
 }
 
@@ -48,7 +46,6 @@ impl UseLedger for AtomicLedger {
         Self {
             geometry,
             control: AtomicU64::new(Control::EMPTY.pack()),
-            released_through: AtomicU64::new(0),
             slots: (0..geometry.slots).map(|_| Slot::default()).collect(),
         }
     }
@@ -77,11 +74,6 @@ impl LedgerReads for AtomicLedger {
         // Pairs with the control CAS (AcqRel) that wrote the word.
         self.control.load(Ordering::Acquire)
     }
-    fn released_through(&self) -> u64 {
-        // Read after the control word; pairs with the releaser's raise (Release) made before
-        // its CAS, so a caller that saw a release sees its watermark.
-        self.released_through.load(Ordering::Acquire)
-    }
     fn first_seq(&self, slot: usize) -> u64 {
         // Pairs with the opener's raise (Release) before its CAS.
         self.slots[slot].first_seq.load(Ordering::Acquire)
@@ -90,10 +82,10 @@ impl LedgerReads for AtomicLedger {
         // Pairs with the opener's raise (Release) before its CAS.
         self.slots[slot].opened_at.load(Ordering::Acquire)
     }
-    fn last_use(&self, slot: usize) -> u64 {
+    fn cooled_at(&self, slot: usize) -> u64 {
         // Pairs with each user's raise (Release) before its CAS: a releaser that saw a use's
-        // CAS sees its time.
-        self.slots[slot].last_use.load(Ordering::Acquire)
+        // CAS sees its cooldown end.
+        self.slots[slot].cooled_at.load(Ordering::Acquire)
     }
 }
 
@@ -105,10 +97,6 @@ impl LedgerCells for &AtomicLedger {
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
             .map(drop)
     }
-    fn raise_released_through(&mut self, tick: u64) {
-        // Before the releasing CAS; pairs with the load above.
-        self.released_through.fetch_max(tick, Ordering::Release);
-    }
     fn raise_first_seq(&mut self, slot: usize, seq: u64) {
         // Before the opening CAS; pairs with the load above.
         self.slots[slot].first_seq.fetch_max(seq, Ordering::Release);
@@ -119,8 +107,13 @@ impl LedgerCells for &AtomicLedger {
             .opened_at
             .fetch_max(tick, Ordering::Release);
     }
-    fn raise_last_use(&mut self, slot: usize, tick: u64) {
-        // Before the CAS that counts the use; pairs with the load above.
-        self.slots[slot].last_use.fetch_max(tick, Ordering::Release);
+    fn raise_cooled_at(&mut self, slot: usize, tick: u64) {
+        let cell = &self.slots[slot].cooled_at;
+        // Only a hint to skip the read-modify-write when calls share a tick: a stale (lower)
+        // value just means a `fetch_max` that changes nothing; the control CAS publishes.
+        if cell.load(Ordering::Relaxed) < tick {
+            // Before the CAS that counts the use; pairs with the load above.
+            cell.fetch_max(tick, Ordering::Release);
+        }
     }
 }

@@ -9,7 +9,7 @@ use super::geometry::{seed_bucket_formula, PoolGeometry, PoolMode};
 use super::{Refusal, SequentialLedger};
 
 /// The ledger's state as far as any later call can tell: per held slot, oldest first, its
-/// uses and how long ago it opened and was last used, clipped where older no longer differs.
+/// uses, how long ago it opened and how long until it cools down, clipped where older no longer differs.
 fn canonical(ledger: &SequentialLedger, now: u64, clip: u64) -> Vec<u64> {
     let geometry = *ledger.geometry();
     let control = Control::unpack(ledger.control());
@@ -25,7 +25,7 @@ fn canonical(ledger: &SequentialLedger, now: u64, clip: u64) -> Vec<u64> {
         key.extend([
             uses,
             (now - ledger.opened_at(slot)).min(clip),
-            (now - ledger.last_use(slot)).min(clip),
+            ledger.cooled_at(slot).saturating_sub(now).min(clip),
         ]);
     }
     key

@@ -6,12 +6,12 @@ use super::geometry::PoolGeometry;
 use super::{PoolStatus, Refusal, UseLedger};
 use crate::keyed::sequential::StateLock;
 
-/// One bucket slot: the first use's sequence number, the opening tick, the newest use's tick.
+/// One bucket slot: the first use's sequence number, the opening tick, the cooldown end.
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     first_seq: u64,
     opened_at: u64,
-    last_use: u64,
+    cooled_at: u64,
 }
 
 /// The pool's buckets in plain integers; not synchronised (a [`StateLock`] guards it in
@@ -20,7 +20,6 @@ struct Slot {
 pub struct SequentialLedger {
     geometry: PoolGeometry,
     control: u64,
-    released_through: u64,
     slots: Box<[Slot]>,
 }
 
@@ -31,7 +30,6 @@ impl SequentialLedger {
         Self {
             geometry,
             control: Control::EMPTY.pack(),
-            released_through: 0,
             slots: vec![Slot::default(); geometry.slots as usize].into_boxed_slice(),
         }
     }
@@ -58,17 +56,14 @@ impl LedgerReads for SequentialLedger {
     fn control(&self) -> u64 {
         self.control
     }
-    fn released_through(&self) -> u64 {
-        self.released_through
-    }
     fn first_seq(&self, slot: usize) -> u64 {
         self.slots[slot].first_seq
     }
     fn opened_at(&self, slot: usize) -> u64 {
         self.slots[slot].opened_at
     }
-    fn last_use(&self, slot: usize) -> u64 {
-        self.slots[slot].last_use
+    fn cooled_at(&self, slot: usize) -> u64 {
+        self.slots[slot].cooled_at
     }
 }
 
@@ -78,9 +73,6 @@ impl LedgerCells for SequentialLedger {
         self.control = new;
         Ok(())
     }
-    fn raise_released_through(&mut self, tick: u64) {
-        self.released_through = self.released_through.max(tick);
-    }
     fn raise_first_seq(&mut self, slot: usize, seq: u64) {
         let field = &mut self.slots[slot].first_seq;
         *field = (*field).max(seq);
@@ -89,8 +81,8 @@ impl LedgerCells for SequentialLedger {
         let field = &mut self.slots[slot].opened_at;
         *field = (*field).max(tick);
     }
-    fn raise_last_use(&mut self, slot: usize, tick: u64) {
-        let field = &mut self.slots[slot].last_use;
+    fn raise_cooled_at(&mut self, slot: usize, tick: u64) {
+        let field = &mut self.slots[slot].cooled_at;
         *field = (*field).max(tick);
     }
 }
