@@ -27,11 +27,12 @@
 //! oldest first. A call:
 //! 1. is refused as **late** if its `now` is below the cooldown end of the last bucket
 //!    released (by a call with a later `now`);
-//! 2. if all `L` uses are held, or no bucket takes the use and the ring has no spare slot,
-//!    releases the oldest bucket if it has cooled down by `now`, and is refused otherwise;
+//! 2. if all `L` uses are held, or no bucket takes the use and the ring already holds as many
+//!    buckets as the bound (cooled ones are released lazily), releases the oldest bucket if it
+//!    has cooled down by `now`, and is refused otherwise;
 //! 3. joins the newest bucket if it takes the use, or opens the next one.
 //!
-//! `Exact` is the same algorithm with `k = 1` and no `τ` (one bucket per use, `L` slots);
+//! `Exact` is the same algorithm with `k = 1` and no `τ` (one bucket per use, `L + 2` slots);
 //! `TimeBound` has `k = L`, `CountBound` no `τ`. Memory is `24` bytes per ring slot
 //! ([`PoolGeometry::slots`]), whatever the traffic.
 //!

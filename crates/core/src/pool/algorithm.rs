@@ -137,7 +137,7 @@ pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refus
         let mut next = view.control;
         let mut join = view.newest_accepts;
         let out_of_uses = view.held >= geometry.total_uses;
-        if out_of_uses || (!join && next.live >= geometry.slots - 1) {
+        if out_of_uses || (!join && next.live >= geometry.ring_limit()) {
             if view.head_cooled_at > now {
                 return Err(if out_of_uses {
                     Refusal::Exhausted
@@ -224,7 +224,7 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
             Some(Refusal::Late)
         } else if held >= geometry.total_uses {
             Some(Refusal::Exhausted)
-        } else if !newest_accepts && live >= geometry.slots - 1 {
+        } else if !newest_accepts && live >= geometry.ring_limit() {
             Some(Refusal::NoBucket)
         } else {
             None

@@ -95,7 +95,7 @@ pub enum PoolError {
         /// Uses per key per cooldown.
         uses_per_key: u64,
     },
-    /// The ring the mode needs (its bucket bound, plus one spare slot) is above
+    /// The ring the mode needs (its bucket bound, plus two spare slots) is above
     /// [`MAX_BUCKET_SLOTS`]; use a larger threshold.
     TooManyBuckets {
         /// Slots the configuration would need.
@@ -139,7 +139,7 @@ impl std::error::Error for PoolError {}
 
 /// A pool's validated numbers: `L = keys × uses_per_key` uses per cooldown `T`, buckets that
 /// take at most `k` uses and (with a time threshold) close `τ` ticks after they open, and a
-/// ring of [`bucket_bound`]` + 1` slots.
+/// ring of [`bucket_bound`]` + 2` slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolGeometry {
     pub(crate) keys: u64,
@@ -203,7 +203,7 @@ impl PoolGeometry {
                 total_uses,
             });
         }
-        let needed = bucket_bound(total_uses, cooldown_ticks, open_ticks, bucket_uses) + 1;
+        let needed = bucket_bound(total_uses, cooldown_ticks, open_ticks, bucket_uses) + 2;
         if needed > MAX_BUCKET_SLOTS {
             return Err(PoolError::TooManyBuckets { needed });
         }
@@ -245,14 +245,22 @@ impl PoolGeometry {
     /// The most buckets that can be held (not yet cooled down) at once: [`bucket_bound`].
     #[must_use]
     pub fn bucket_bound(&self) -> u64 {
-        self.slots - 1
+        self.slots - 2
     }
 
-    /// Slots in the ring: the bound plus one spare, so that a call can release the oldest
-    /// bucket and open a new one in a single CAS without touching the slot it releases.
+    /// Slots in the ring: the bound plus two spares. The slot before the head keeps the last
+    /// released bucket (the late check reads its cooldown end), and a call that releases the
+    /// oldest bucket and opens a new one in a single CAS opens it in neither of those slots,
+    /// so a thread that loses that CAS has raised only a free slot.
     #[must_use]
     pub fn slots(&self) -> u64 {
         self.slots
+    }
+
+    /// Buckets the ring may hold (cooled ones included) before a call that needs a new
+    /// bucket must release the oldest first: the bound.
+    pub(crate) fn ring_limit(&self) -> u64 {
+        self.slots - 2
     }
 
     /// Whether a bucket opened at `opened_at` has stopped taking uses at `now`.
