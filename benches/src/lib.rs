@@ -19,12 +19,15 @@
 //! [`workload`] defines the matrix and its key streams ([`zipf`] samples the heavy tail);
 //! [`target`] is the one trait the driver calls, implemented for every
 //! [`slidelimit::RateLimiter`] and for the peers ([`seed002`], [`peers`]) and the machine
-//! floor ([`floor`]); [`variants`] is the registry; [`drive`] runs one cell.
+//! floor ([`floor`]); [`variants`] is the registry; [`drive`] runs one cell. [`pool_cells`]
+//! runs the key pool's `get_next_key` through the same driver, as two more workloads with
+//! their own two variants.
 
 pub mod clock;
 pub mod drive;
 pub mod floor;
 pub mod peers;
+pub mod pool_cells;
 pub mod provenance;
 pub mod rng;
 pub mod seed002;

@@ -1,4 +1,6 @@
-//! Contended throughput: every variant on the hot key and on Zipf keys at 2, 4 and 8 threads.
+//! Contended throughput: every variant on the hot key and on Zipf keys at 2, 4 and 8 threads,
+//! and the key pool's `get_next_key` on its two setups (groups `contended/pool-exact`,
+//! `contended/pool-ab`).
 //!
 //! `iter_custom`: for each sample, the threads are spawned and given their stream offsets,
 //! then released together by a barrier; only the span from the first release to the last
@@ -8,6 +10,7 @@
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 use slidelimit_bench::drive::{self, Cell};
+use slidelimit_bench::pool_cells;
 use slidelimit_bench::target::Target;
 use slidelimit_bench::variants::{self, Context, Meta, Visitor};
 use slidelimit_bench::workload::{self, KeyStream, Workload};
@@ -63,6 +66,18 @@ pub fn bench(c: &mut Criterion) {
         let stream = workload.stream();
         let mut group = c.benchmark_group(format!("contended/{name}"));
         variants::for_each(&mut Contended {
+            group: &mut group,
+            workload: &workload,
+            stream: &stream,
+            timer: &timer,
+        });
+        group.finish();
+    }
+    for setup in pool_cells::setups() {
+        let workload = setup.workload();
+        let stream = workload.stream();
+        let mut group = c.benchmark_group(format!("contended/{}", setup.name));
+        pool_cells::for_each(&mut Contended {
             group: &mut group,
             workload: &workload,
             stream: &stream,

@@ -1,4 +1,5 @@
-//! Single-thread cost per decision: every variant on every workload it supports.
+//! Single-thread cost per decision: every variant on every workload it supports, and the key
+//! pool's `get_next_key` (its two variants on its two setups).
 //!
 //! Each iteration makes [`BATCH`] calls on the calling thread from the workload's key stream,
 //! reading and advancing the shared fake clock exactly as the runner's workers do, so the
@@ -8,10 +9,10 @@ use std::hint::black_box;
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput};
-use slidelimit_bench::drive;
 use slidelimit_bench::target::Target;
 use slidelimit_bench::variants::{self, Context, Meta, Visitor};
 use slidelimit_bench::workload::{self, KeyStream, Workload};
+use slidelimit_bench::{drive, pool_cells};
 
 /// Calls per iteration.
 const BATCH: u64 = 1024;
@@ -61,6 +62,15 @@ pub fn bench(c: &mut Criterion) {
     for workload in workload::all() {
         let stream = workload.stream();
         variants::for_each(&mut Single {
+            group: &mut group,
+            workload: &workload,
+            stream: &stream,
+        });
+    }
+    for setup in pool_cells::setups() {
+        let workload = setup.workload();
+        let stream = workload.stream();
+        pool_cells::for_each(&mut Single {
             group: &mut group,
             workload: &workload,
             stream: &stream,

@@ -65,7 +65,8 @@ slidelimit-bench: every slidelimit variant and its peers over one workload matri
 USAGE:
     cargo run --release -p slidelimit-bench [-- FLAGS]
 
-With no flags it runs the whole default matrix (about 3 minutes on 2 cores) and writes
+With no flags it runs the whole default matrix (about 3 minutes on 2 cores), then the key
+pool's get_next_key cells (pool-exact, pool-ab: lock-free and mutex), and writes
 results/comparison.{md,json} and results/*.svg.
 
 FLAGS:
@@ -73,7 +74,9 @@ FLAGS:
     --trials N          run each cell N times, report the median-throughput trial (default 1)
     --long              a longer, steadier run: --duration 2s --trials 3
     --variants LIST     comma-separated variant names (default: all; see --list)
-    --workloads LIST    comma-separated workload names (default: all; see --list)
+    --workloads LIST    comma-separated workload names (default: all; see --list), the
+                        key pool's included: --workloads pool-exact,pool-ab --skip-memory
+                        runs only the get_next_key cells
     --threads LIST      comma-separated thread counts (default 1,2,4,8)
     --out DIR           where the results go (default: the workspace's results/)
     --skip-memory       skip the memory measurements (heap and RSS bytes per key, key

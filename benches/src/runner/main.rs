@@ -1,7 +1,8 @@
 //! The comparison runner: every slidelimit variant and its peers over one workload matrix,
 //! with throughput, sampled latency percentiles (and, on `zipf`, a bound on the slowest call),
 //! allowed fractions, heap and resident memory per key, tracked keys under key rotation and
-//! the issues' target ratios, written to `results/` as markdown, JSON and SVG.
+//! the issues' target ratios, plus the key pool's `get_next_key` (exact and AB, lock-free and
+//! mutex), written to `results/` as markdown, JSON and SVG.
 //!
 //! `cargo run --release -p slidelimit-bench` runs the default matrix (about three minutes on
 //! two cores); `--help` lists the flags.
@@ -21,14 +22,14 @@ use std::time::Instant;
 
 use slidelimit_bench::clock::{OPS_PER_TICK, TICK_NS};
 use slidelimit_bench::drive::SAMPLE_EVERY;
-use slidelimit_bench::variants;
 use slidelimit_bench::workload::{self, Workload};
+use slidelimit_bench::{pool_cells, variants};
 
 use crate::args::Args;
 use crate::machine::Machine;
 use crate::matrix::{Progress, WorkloadRun};
 use crate::memory::MemoryRun;
-use crate::results::{Config, Report, VariantInfo, WorkloadInfo};
+use crate::results::{Config, PoolSetupInfo, Report, VariantInfo, WorkloadInfo};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
@@ -57,6 +58,10 @@ fn main() -> ExitCode {
         for w in &all_workloads {
             println!("  {:<16} {}", w.name, w.about);
         }
+        println!("key-pool workloads (get_next_key; variants lock-free and mutex):");
+        for s in pool_cells::setups() {
+            println!("  {:<16} {}", s.name, s.workload().about);
+        }
         return ExitCode::SUCCESS;
     }
     if let Some(bad) = args
@@ -67,11 +72,10 @@ fn main() -> ExitCode {
         eprintln!("error: unknown variant {bad:?} (see --list)");
         return ExitCode::from(2);
     }
-    if let Some(bad) = args
-        .workloads
-        .iter()
-        .find(|w| !all_workloads.iter().any(|x| x.name == w.as_str()))
-    {
+    if let Some(bad) = args.workloads.iter().find(|w| {
+        !all_workloads.iter().any(|x| x.name == w.as_str())
+            && pool_cells::find(w.as_str()).is_none()
+    }) {
         eprintln!("error: unknown workload {bad:?} (see --list)");
         return ExitCode::from(2);
     }
@@ -103,7 +107,14 @@ fn run(args: &Args, argv: &[String], all_workloads: Vec<Workload>) -> Result<(),
         .filter(|w| args.workloads.is_empty() || args.workloads.iter().any(|n| n == w.name))
         .cloned()
         .collect();
-    let mut progress = Progress::new(matrix::count_cells(args, &workloads));
+    let pool_setups: Vec<pool_cells::PoolSetup> = pool_cells::setups()
+        .into_iter()
+        .filter(|s| args.workloads.is_empty() || args.workloads.iter().any(|n| n == s.name))
+        .collect();
+    let pool_workloads: Vec<Workload> = pool_setups.iter().map(|s| s.workload()).collect();
+    let mut progress = Progress::new(
+        matrix::count_cells(args, &workloads) + matrix::count_pool_cells(args, &pool_workloads),
+    );
 
     // Memory first: single-threaded and short. Keys are created under uniform-allowed's limit.
     let (mut memory_rows, mut rotation_rows, mut zipf_rows) = (Vec::new(), Vec::new(), Vec::new());
@@ -147,6 +158,20 @@ fn run(args: &Args, argv: &[String], all_workloads: Vec<Workload>) -> Result<(),
         });
     }
 
+    // The key pool last: a hot-key workload each, its own two variants.
+    let mut pool_results = Vec::new();
+    for w in &pool_workloads {
+        let stream = w.stream();
+        pool_cells::for_each(&mut WorkloadRun {
+            args,
+            workload: w,
+            stream: &stream,
+            timer: &timer,
+            progress: &mut progress,
+            cells: &mut pool_results,
+        });
+    }
+
     let mut targets = targets::evaluate(&cells);
     targets.extend(targets::evaluate_memory(&memory_rows, &rotation_rows));
     let report = Report {
@@ -166,6 +191,12 @@ fn run(args: &Args, argv: &[String], all_workloads: Vec<Workload>) -> Result<(),
         rotation: rotation_rows,
         zipf_memory: zipf_rows,
         targets,
+        pool_setups: pool_setups
+            .iter()
+            .filter(|s| pool_results.iter().any(|c| c.workload == s.name))
+            .map(PoolSetupInfo::from)
+            .collect(),
+        pool_cells: pool_results,
         runtime_s: started.elapsed().as_secs_f64(),
         loadavg_end: machine::loadavg(),
     };

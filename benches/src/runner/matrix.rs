@@ -4,6 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use slidelimit_bench::drive::{self, Cell};
+use slidelimit_bench::pool_cells;
 use slidelimit_bench::target::Target;
 use slidelimit_bench::variants::{self, Context, Meta, Visitor};
 use slidelimit_bench::workload::{KeyStream, Workload};
@@ -109,7 +110,34 @@ pub fn count_cells(args: &Args, workloads: &[Workload]) -> usize {
         * args.trials
 }
 
-/// Runs one workload's row of the matrix.
+/// How many key-pool cells (trials included) the run will time.
+#[must_use]
+pub fn count_pool_cells(args: &Args, pool_workloads: &[Workload]) -> usize {
+    let mut metas = Vec::new();
+    pool_cells::for_each(&mut CollectMetas(&mut metas));
+    pool_workloads
+        .iter()
+        .map(|w| {
+            metas
+                .iter()
+                .filter(|m| selected(args, m) && (m.supports)(w))
+                .count()
+        })
+        .sum::<usize>()
+        * args.threads.len()
+        * args.trials
+}
+
+struct CollectMetas<'a>(&'a mut Vec<Meta>);
+
+impl Visitor for CollectMetas<'_> {
+    fn visit<T: Target + 'static>(&mut self, meta: &Meta, _: &dyn Fn(&Context<'_>) -> T) {
+        self.0.push(*meta);
+    }
+}
+
+/// Runs one workload's row of the matrix (a limiter workload with [`variants::for_each`], a
+/// key-pool workload with [`pool_cells::for_each`]).
 pub struct WorkloadRun<'a> {
     /// The run's flags.
     pub args: &'a Args,

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::results::{CellResult, Report};
+use crate::results::{CellResult, PoolSetupInfo, Report};
 
 /// Nanoseconds for people: `85 ns`, `12.3 µs`, `1.24 ms`.
 #[must_use]
@@ -57,6 +57,190 @@ fn find<'a>(
         .cells
         .iter()
         .find(|c| c.workload == workload && c.variant == variant && c.threads == threads)
+}
+
+fn pool_cell<'a>(
+    report: &'a Report,
+    setup: &str,
+    variant: &str,
+    threads: usize,
+) -> Option<&'a CellResult> {
+    report
+        .pool_cells
+        .iter()
+        .find(|c| c.workload == setup && c.variant == variant && c.threads == threads)
+}
+
+/// The pool's variants, in the order they ran.
+fn pool_variants(report: &Report) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for c in &report.pool_cells {
+        if !names.contains(&c.variant) {
+            names.push(c.variant);
+        }
+    }
+    names
+}
+
+/// `a ÷ b` of two cells' ns per call, to two places.
+fn ns_ratio(a: Option<&CellResult>, b: Option<&CellResult>) -> String {
+    opt(a
+        .zip(b)
+        .map(|(a, b)| format!("{:.2}", a.ns_per_decision / b.ns_per_decision)))
+}
+
+/// The key pool's side-by-side rows: per thread count, ns per call of every (setup, variant)
+/// pair, then lock-free ÷ mutex per setup and AB ÷ exact per variant. Returns the header
+/// cells and one row of cells per thread count.
+fn pool_rows(report: &Report) -> (Vec<String>, Vec<Vec<String>>) {
+    let setups: Vec<&PoolSetupInfo> = report.pool_setups.iter().collect();
+    let variants = pool_variants(report);
+    let exact = setups.iter().find(|s| s.mode == "exact").map(|s| s.name);
+    let ab = setups.iter().find(|s| s.mode == "AB").map(|s| s.name);
+    let mut header = vec!["threads".to_owned()];
+    for s in &setups {
+        for v in &variants {
+            header.push(format!("{} {v}", s.mode));
+        }
+    }
+    let pairs = variants.contains(&"lock-free") && variants.contains(&"mutex");
+    if pairs {
+        for s in &setups {
+            header.push(format!("lock-free ÷ mutex, {}", s.mode));
+        }
+    }
+    if let (Some(_), Some(_)) = (exact, ab) {
+        for v in &variants {
+            header.push(format!("AB ÷ exact, {v}"));
+        }
+    }
+    let mut rows = Vec::new();
+    for &t in &report.config.threads {
+        let mut row = vec![t.to_string()];
+        for s in &setups {
+            for v in &variants {
+                let cell = pool_cell(report, s.name, v, t);
+                row.push(opt(cell.map(|c| format!("{:.1}", c.ns_per_decision))));
+            }
+        }
+        if pairs {
+            for s in &setups {
+                row.push(ns_ratio(
+                    pool_cell(report, s.name, "lock-free", t),
+                    pool_cell(report, s.name, "mutex", t),
+                ));
+            }
+        }
+        if let (Some(exact), Some(ab)) = (exact, ab) {
+            for v in &variants {
+                row.push(ns_ratio(
+                    pool_cell(report, ab, v, t),
+                    pool_cell(report, exact, v, t),
+                ));
+            }
+        }
+        rows.push(row);
+    }
+    (header, rows)
+}
+
+fn pool_setup_line(s: &PoolSetupInfo) -> String {
+    let mode = match (s.threshold_ns, s.key_threshold) {
+        (Some(tau), Some(k)) => format!(
+            "AB, τ = {} (T/10), k = {k} (L/10): buckets close after τ or k uses",
+            human_ns(tau)
+        ),
+        _ => "exact: one bucket per use".to_owned(),
+    };
+    format!(
+        "`{}`: {mode}; at most {} buckets held, ledger {}",
+        s.name,
+        s.bucket_bound,
+        human_bytes(i64::try_from(s.ledger_bytes).unwrap_or(i64::MAX))
+    )
+}
+
+fn pool_markdown(md: &mut String, report: &Report) {
+    let Some(first) = report.pool_setups.first() else {
+        return;
+    };
+    let c = &report.config;
+    let calls_per_cooldown = first.cooldown_ns / c.tick_ns * c.ops_per_tick;
+    let _ = writeln!(md, "## Key pool: get_next_key\n");
+    let _ = writeln!(
+        md,
+        "Seed 001's throttler scaled to the fake clock: {keys} keys × {per} uses = L = {total} \
+         uses per cooldown T = {cooldown} ({ticks} ticks). Every call is one `get_next_key(now)` \
+         at the shared fake clock, which moves one tick per {opt} calls in all, so a cooldown \
+         holds {calls} calls and, over whole cooldowns, no pool grants more than {ceiling:.1}% of \
+         them, whatever a variant's speed or the thread count: the pool grants a burst until it is exhausted, \
+         refuses until the burst's first uses cool down, then mirrors the burst a cooldown \
+         later. `lock-free` is `slidelimit::pool::KeyPool` (one CAS on a packed control word \
+         per decision), `mutex` is `slidelimit_mutex::MutexKeyPool` (the same algorithm on \
+         plain integers under one `Mutex`).\n",
+        keys = first.keys,
+        per = first.total_uses / first.keys.max(1),
+        total = first.total_uses,
+        cooldown = human_ns(first.cooldown_ns),
+        ticks = first.cooldown_ns / c.tick_ns,
+        opt = c.ops_per_tick,
+        calls = calls_per_cooldown,
+        ceiling = first.grant_ceiling * 100.0,
+    );
+    for s in &report.pool_setups {
+        let _ = writeln!(md, "- {}", pool_setup_line(s));
+    }
+    let _ = writeln!(
+        md,
+        "\n**ns per call** is wall time over calls, all threads together (1e3 / throughput): \
+         at 1 thread the cost of one call, above it the inverse of the throughput. A ratio \
+         below 1 means the first is faster; both sides of each ratio come from this run. This \
+         machine has {cores} core(s): at more threads than that the cells are oversubscribed, \
+         and a thread that holds the lock or is between its reads and its CAS can be \
+         descheduled for a whole slice, so those cells measure what each strategy does under \
+         preemption, not parallel speed-up. With several threads a call whose `now` lags a \
+         release another thread made is refused as late, so the granted share can fall below \
+         the ceiling.\n",
+        cores = report.machine.cores
+    );
+    let (header, rows) = pool_rows(report);
+    let _ = writeln!(md, "ns per call:\n");
+    let _ = writeln!(md, "| {} |", header.join(" | "));
+    let _ = writeln!(md, "|{}", "---:|".repeat(header.len()));
+    for row in rows {
+        let _ = writeln!(md, "| {} |", row.join(" | "));
+    }
+    let _ = writeln!(md);
+    let _ = writeln!(
+        md,
+        "| setup | variant | threads | M calls/s | ns/call | granted | p50 | p99 | p99.9 | max | samples |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for s in &report.pool_setups {
+        for v in pool_variants(report) {
+            for &t in &c.threads {
+                if let Some(cell) = pool_cell(report, s.name, v, t) {
+                    let l = cell.latency;
+                    let _ = writeln!(
+                        md,
+                        "| {} | {} | {} | {:.2} | {:.1} | {:.1}% | {} | {} | {} | {} | {} |",
+                        s.name,
+                        v,
+                        t,
+                        cell.mops,
+                        cell.ns_per_decision,
+                        cell.allowed_fraction * 100.0,
+                        human_ns(l.p50),
+                        human_ns(l.p99),
+                        human_ns(l.p999),
+                        human_ns(l.max),
+                        l.samples
+                    );
+                }
+            }
+        }
+    }
+    let _ = writeln!(md);
 }
 
 /// The stdout summary: one compact table per workload, then targets and memory.
@@ -193,6 +377,37 @@ pub fn stdout_tables(report: &Report) -> String {
                 z.remove_ms
             );
         }
+    }
+    if !report.pool_setups.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n== Key pool: get_next_key, ns per call (ratios < 1: the first is faster)"
+        );
+        let (header, rows) = pool_rows(report);
+        let widths: Vec<usize> = header.iter().map(|h| h.chars().count().max(7)).collect();
+        let line = |cells: &[String]| {
+            cells
+                .iter()
+                .zip(&widths)
+                .map(|(cell, &w)| format!("{cell:>w$}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+        };
+        let _ = writeln!(out, "{}", line(&header));
+        for row in rows {
+            let _ = writeln!(out, "{}", line(&row));
+        }
+        let granted: Vec<String> = report
+            .pool_cells
+            .iter()
+            .map(|c| format!("{:.0}%", c.allowed_fraction * 100.0))
+            .collect();
+        let _ = writeln!(
+            out,
+            "granted (cell order): {} of at most {:.0}%",
+            granted.join(" "),
+            report.pool_setups[0].grant_ceiling * 100.0
+        );
     }
     let _ = writeln!(out, "\nTotal runtime: {:.0} s.", report.runtime_s);
     out
@@ -493,6 +708,7 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
         let _ = writeln!(md);
     }
 
+    pool_markdown(&mut md, report);
     if !report.memory.is_empty() {
         memory_markdown(&mut md, report);
     }

@@ -1,6 +1,8 @@
 //! What a run produced: the raw numbers behind every table and plot, serialised as JSON.
 
 use serde::Serialize;
+use slidelimit::pool::{AtomicLedger, PoolMode, UseLedger};
+use slidelimit_bench::pool_cells::PoolSetup;
 use slidelimit_bench::variants::{Family, Meta};
 use slidelimit_bench::workload::Workload;
 
@@ -27,6 +29,10 @@ pub struct Report {
     pub zipf_memory: Vec<ZipfMemoryRow>,
     /// The targets, computed from this run.
     pub targets: Vec<TargetCheck>,
+    /// The key pool's setups that ran (`get_next_key`).
+    pub pool_setups: Vec<PoolSetupInfo>,
+    /// One entry per (pool setup, variant, threads): `workload` is the setup's name.
+    pub pool_cells: Vec<CellResult>,
     /// Wall time of the whole run, seconds.
     pub runtime_s: f64,
     /// `/proc/loadavg` when the run ended.
@@ -109,6 +115,57 @@ impl From<&Workload> for WorkloadInfo {
                 slidelimit_bench::workload::ClockKind::Fake => "fake",
                 slidelimit_bench::workload::ClockKind::Real => "real",
             },
+        }
+    }
+}
+
+/// A key-pool setup as reported.
+#[derive(Debug, Serialize)]
+pub struct PoolSetupInfo {
+    /// Its workload name.
+    pub name: &'static str,
+    /// `exact` or `AB`.
+    pub mode: &'static str,
+    /// Keys in the pool.
+    pub keys: u64,
+    /// `L`: uses per cooldown, all keys.
+    pub total_uses: u64,
+    /// `T`, nanoseconds (fake-clock ticks).
+    pub cooldown_ns: u64,
+    /// `τ`, nanoseconds (AB only).
+    pub threshold_ns: Option<u64>,
+    /// `k` (AB only).
+    pub key_threshold: Option<u64>,
+    /// The most buckets held at once (the ring has one slot more).
+    pub bucket_bound: u64,
+    /// Bytes the ledger holds, ring included (lock-free form).
+    pub ledger_bytes: usize,
+    /// The largest share of calls any pool can grant at the fake clock's pace.
+    pub grant_ceiling: f64,
+}
+
+impl From<&PoolSetup> for PoolSetupInfo {
+    fn from(setup: &PoolSetup) -> Self {
+        let pool = setup.build::<AtomicLedger>();
+        let geometry = pool.geometry();
+        let (threshold_ns, key_threshold) = match setup.mode {
+            PoolMode::Both {
+                threshold_ticks,
+                key_threshold,
+            } => (Some(threshold_ticks), Some(key_threshold)),
+            _ => (None, None),
+        };
+        Self {
+            name: setup.name,
+            mode: setup.mode.label(),
+            keys: geometry.keys(),
+            total_uses: geometry.total_uses(),
+            cooldown_ns: geometry.cooldown_ticks(),
+            threshold_ns,
+            key_threshold,
+            bucket_bound: geometry.bucket_bound(),
+            ledger_bytes: pool.ledger().ledger_bytes(),
+            grant_ceiling: setup.grant_ceiling(),
         }
     }
 }
