@@ -8,6 +8,7 @@ mod bad_input;
 mod buckets;
 mod edges;
 mod memory;
+mod pool;
 mod properties;
 mod race;
 mod reference;
