@@ -129,7 +129,10 @@ pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refus
     let mut word = cells.control();
     loop {
         let view = read_view(cells, word, now);
-        if now < view.released_cooled_at {
+        // The `pool_skip_late_check` mutant deliberately lets a late call use what a release
+        // by a later call freed.
+        let skip_late_check = cfg!(slidelimit_loom_mutant = "pool_skip_late_check");
+        if now < view.released_cooled_at && !skip_late_check {
             // A call with a later `now` released a bucket that has not cooled down by this
             // call's `now`; using its uses here could hand a key out twice within T.
             return Err(Refusal::Late);

@@ -91,6 +91,17 @@ impl LedgerReads for AtomicLedger {
 
 impl LedgerCells for &AtomicLedger {
     fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64> {
+        if cfg!(slidelimit_loom_mutant = "pool_decide_then_store") {
+            // Deliberately broken: decides on a load and writes with a store, so two callers
+            // that loaded the same word both hand out its next use.
+            // Acquire: as the load in `control`; Release: as the CAS's success half.
+            let found = self.control.load(Ordering::Acquire);
+            if found != current {
+                return Err(found);
+            }
+            self.control.store(new, Ordering::Release);
+            return Ok(());
+        }
         self.control
             // Success: publishes this call's raises to whoever loads the word (Acquire).
             // Failure: the word found is read like a load, paired with its writer's CAS.
@@ -109,6 +120,15 @@ impl LedgerCells for &AtomicLedger {
     }
     fn raise_cooled_at(&mut self, slot: usize, tick: u64) {
         let cell = &self.slots[slot].cooled_at;
+        if cfg!(slidelimit_loom_mutant = "pool_raise_by_load_store") {
+            // Deliberately broken: a maximum by load-then-store, so a smaller raise that
+            // loaded before a larger one landed can overwrite it.
+            // Acquire/Release: as the load in `cooled_at` and the `fetch_max` below.
+            if cell.load(Ordering::Acquire) < tick {
+                cell.store(tick, Ordering::Release);
+            }
+            return;
+        }
         // Only a hint to skip the read-modify-write when calls share a tick: a stale (lower)
         // value just means a `fetch_max` that changes nothing; the control CAS publishes.
         if cell.load(Ordering::Relaxed) < tick {
