@@ -3,10 +3,12 @@
 //! [`Log`] is the reference: every grant's tick, in time order, and what each mode allows at
 //! a tick. [`InOrder`] runs one pool call by call beside it (non-decreasing `now`) and checks
 //! each answer; the submodules are the constructor's errors, seed 001 end to end, traces that
-//! reach the bucket bound, property tests and a multi-threaded stress test.
+//! reach the bucket bound, late callers and extreme ticks by hand, property tests and a
+//! multi-threaded stress test.
 
 mod bound;
 mod construction;
+mod late;
 mod properties;
 mod seed_example;
 mod stress;

@@ -5,9 +5,10 @@
 //!   pool answers like it, the relaxed ones refuse only where their relaxation allows, held
 //!   buckets never exceed the bound, never `NoBucket` nor `Late`), the lock-free pool and the
 //!   mutex pool answer and report alike call by call.
-//! - Any order of `now`, ticks near `u64::MAX` included: no panic, the two pools answer and
-//!   report alike, no name above `X` uses and the pool not above `L` uses in any window of the
-//!   `now`s passed in, names in cycle order.
+//! - Any order of `now` (arbitrary ticks with some near `u64::MAX`, or a forward clock read
+//!   late by some callers): no panic, the two pools answer and report alike, no name above
+//!   `X` uses and the pool not above `L` uses in any window of the `now`s passed in, names in
+//!   cycle order.
 
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -96,6 +97,26 @@ fn any_order_trace() -> impl Strategy<Value = Vec<(u64, Call)>> {
     vec((any_tick(), call()), 1..200)
 }
 
+/// A clock that moves forward (small steps, some jumps past a cooldown); a quarter of the
+/// calls read it late, by up to 30 ticks (a few cooldowns of the configs above).
+fn late_caller_trace() -> impl Strategy<Value = Vec<(u64, Call)>> {
+    let step = (
+        prop_oneof![8 => 0u64..=2, 1 => 0u64..=25],
+        prop_oneof![3 => Just(0u64), 1 => 0u64..=30],
+        call(),
+    );
+    vec(step, 1..200).prop_map(|steps| {
+        let mut clock = 100;
+        steps
+            .into_iter()
+            .map(|(dt, lag, call)| {
+                clock += dt;
+                (clock - lag, call)
+            })
+            .collect()
+    })
+}
+
 /// 256 cases per property, or `PROPTEST_CASES` when set.
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
@@ -132,26 +153,53 @@ proptest! {
         config in config(),
         trace in any_order_trace(),
     ) {
-        let (lock_free, mutex) = config.build();
-        let keys = config.keys as usize;
-        let mut named = Vec::new();
-        let mut grants = Vec::new();
-        for (step, &(now, call)) in trace.iter().enumerate() {
-            prop_assert_eq!(lock_free.status(now), mutex.status(now), "before step {}", step);
-            let a = call.run(&lock_free, now);
-            let b = call.run(&mutex, now);
-            prop_assert_eq!(&a, &b, "step {} at {}: {:?}", step, now, call);
-            if matches!(a, Answer::Take(Ok(_)) | Answer::Index(Some(_)) | Answer::Used(true)) {
-                if let Answer::Take(Ok(index)) | Answer::Index(Some(index)) = a {
-                    prop_assert_eq!(index, grants.len() % keys, "step {}: out of cycle", step);
-                    named.push((index, now));
-                }
-                grants.push(((), now));
-            }
-        }
-        check_safety(&named, config.uses_per_key, config.cooldown)
-            .map_err(TestCaseError::fail)?;
-        check_safety(&grants, u64::from(config.keys) * config.uses_per_key, config.cooldown)
-            .map_err(TestCaseError::fail)?;
+        check_any_order(config, &trace)?;
     }
+
+    /// The same for a clock that moves forward while some callers come late (by up to a few
+    /// cooldowns): releases made at a later `now` meet calls below them.
+    #[test]
+    fn late_callers_are_safe_and_both_pools_agree(
+        config in config(),
+        trace in late_caller_trace(),
+    ) {
+        check_any_order(config, &trace)?;
+    }
+}
+
+/// Runs `trace` on both pools: answers and statuses alike call by call, names in cycle
+/// order, no name above `X` and the pool not above `L` uses in any window of `T`.
+fn check_any_order(config: PoolConfig, trace: &[(u64, Call)]) -> Result<(), TestCaseError> {
+    let (lock_free, mutex) = config.build();
+    let keys = config.keys as usize;
+    let mut named = Vec::new();
+    let mut grants = Vec::new();
+    for (step, &(now, call)) in trace.iter().enumerate() {
+        prop_assert_eq!(
+            lock_free.status(now),
+            mutex.status(now),
+            "before step {}",
+            step
+        );
+        let a = call.run(&lock_free, now);
+        let b = call.run(&mutex, now);
+        prop_assert_eq!(&a, &b, "step {} at {}: {:?}", step, now, call);
+        if matches!(
+            a,
+            Answer::Take(Ok(_)) | Answer::Index(Some(_)) | Answer::Used(true)
+        ) {
+            if let Answer::Take(Ok(index)) | Answer::Index(Some(index)) = a {
+                prop_assert_eq!(index, grants.len() % keys, "step {}: out of cycle", step);
+                named.push((index, now));
+            }
+            grants.push(((), now));
+        }
+    }
+    check_safety(&named, config.uses_per_key, config.cooldown).map_err(TestCaseError::fail)?;
+    check_safety(
+        &grants,
+        u64::from(config.keys) * config.uses_per_key,
+        config.cooldown,
+    )
+    .map_err(TestCaseError::fail)
 }
