@@ -13,8 +13,10 @@
 //! 25 % of the budget closed by time (`k` from the rest, then the smallest `τ` that fits),
 //! and B (the smallest `k` that fits). Beside them runs the exact pool (500 buckets of one).
 //! Every stream (Poisson at 0.5x/1x/2x capacity, on-off bursts of 50 to 1000, a burst of 451
-//! then a trickle, a diurnal sine) is drawn for `--seeds` seeds over `--hours` simulated hours
-//! and replayed through every pool ([`replay`]); per (stream, pool) the tool reports grants
+//! then a trickle, a diurnal sine) is drawn for `--seeds` seeds (default 20) over `--hours`
+//! simulated hours (default 24) and replayed through every pool ([`replay`]), and through
+//! [`eager::EagerModel`] (the same thresholds, every cooled bucket released first, as the
+//! seed's Python does); per (stream, pool) the tool reports grants
 //! relative to the exact pool, the false-negative rate (a refusal while fewer than `L` of the
 //! pool's own grants lie in `(now - T, now]`), utilization (grants / `L` per `T` over the
 //! run) and the pool's ledger bytes. Every refusal is also checked against the mode's promise
@@ -230,6 +232,10 @@ fn main() -> ExitCode {
         configs,
         streams,
         summaries,
+        violations: runs
+            .iter()
+            .map(|r| r.outcome.violations() + r.eager.violations())
+            .sum(),
         runs,
     };
     let table = report::markdown(&report);
@@ -241,7 +247,10 @@ fn main() -> ExitCode {
                 .and_then(|()| {
                     let json =
                         serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?;
-                    std::fs::write(dir.join("pool-utilization.json"), json + "\n")
+                    std::fs::write(
+                        dir.join("pool-utilization.json"),
+                        report::compact_number_arrays(&json),
+                    )
                 })
                 .and_then(|()| {
                     std::fs::write(

@@ -109,7 +109,7 @@ pub fn per_stream(report: &Report, metric: Metric) -> String {
     let cols = 4usize;
     let rows = report.streams.len().div_ceil(cols);
     let (panel_w, panel_h) = (230.0, 180.0);
-    let (left, top, gap_x, gap_y) = (60.0, 100.0, 50.0, 60.0);
+    let (left, top, gap_x, gap_y) = (60.0, 112.0, 50.0, 60.0);
     let width = left + cols as f64 * (panel_w + gap_x);
     let height = top + rows as f64 * (panel_h + gap_y) + 60.0;
     let mut svg = String::new();
@@ -179,8 +179,11 @@ pub fn per_stream(report: &Report, metric: Metric) -> String {
             });
         let (y_lo, y_hi, step) = match metric {
             Metric::Served => {
+                // A span of at least 0.05 points, so a panel where every pool serves
+                // 100 % still has an axis.
                 let step = nice_step((100.0 - lo).max(0.05), 4.0);
-                ((lo / step).floor() * step, 100.0, step)
+                let y_lo = ((lo / step).floor() * step).min(100.0 - 2.0 * step);
+                (y_lo, 100.0, step)
             }
             Metric::FalseNegatives => {
                 let step = nice_step(hi.max(0.005), 4.0);
@@ -196,13 +199,8 @@ pub fn per_stream(report: &Report, metric: Metric) -> String {
             y0 - 8.0,
             esc(stream.name)
         );
-        let digits = if step >= 1.0 {
-            0
-        } else if step >= 0.1 {
-            1
-        } else {
-            2
-        };
+        // As many decimals as the step needs (0.5 -> 1, 0.02 -> 2, 0.002 -> 3).
+        let digits = (-step.log10().floor()).max(0.0) as usize;
         let mut tick = y_lo;
         while tick <= y_hi + step / 2.0 {
             let y = y_of(tick);
@@ -233,7 +231,9 @@ pub fn per_stream(report: &Report, metric: Metric) -> String {
             svg,
             "<rect x=\"{x0:.0}\" y=\"{y0:.0}\" width=\"{panel_w:.0}\" height=\"{panel_h:.0}\" fill=\"none\" stroke=\"#333\"/>"
         );
-        for (s, points) in series.iter().zip(&values) {
+        // The eager line first, under the others: it shows only where it differs from B.
+        let order = (0..series.len()).map(|k| (k + series.len() - 1) % series.len());
+        for (s, points) in order.map(|k| (&series[k], &values[k])) {
             let path: Vec<String> = points
                 .iter()
                 .enumerate()

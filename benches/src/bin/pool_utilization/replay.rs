@@ -44,13 +44,19 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Promises broken: false positives, broken bounds and unexpected refusals.
+    #[must_use]
+    pub fn violations(&self) -> u64 {
+        self.false_positives
+            + self.key_bound_violations
+            + self.time_bound_violations
+            + self.other_refusals
+    }
+
     /// Every promise kept: no false positive, no broken bound, no unexpected refusal.
     #[must_use]
     pub fn sound(&self) -> bool {
-        self.false_positives == 0
-            && self.key_bound_violations == 0
-            && self.time_bound_violations == 0
-            && self.other_refusals == 0
+        self.violations() == 0
     }
 }
 

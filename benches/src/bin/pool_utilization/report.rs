@@ -170,6 +170,12 @@ pub struct Summary {
     pub eager_false_negative_rate: Spread,
     /// The most uses truly free at any refusal, over all seeds.
     pub worst_free_at_refusal: u64,
+    /// The raw counts, one per seed (seed order), library then eager model.
+    pub requests_by_seed: Vec<u64>,
+    pub grants_by_seed: Vec<u64>,
+    pub false_negatives_by_seed: Vec<u64>,
+    pub eager_grants_by_seed: Vec<u64>,
+    pub eager_false_negatives_by_seed: Vec<u64>,
 }
 
 impl Summary {
@@ -206,6 +212,17 @@ impl Summary {
                         .map(|r| r.outcome.worst_free_at_refusal)
                         .max()
                         .unwrap_or(0),
+                    requests_by_seed: these.iter().map(|r| r.outcome.requests).collect(),
+                    grants_by_seed: these.iter().map(|r| r.outcome.grants).collect(),
+                    false_negatives_by_seed: these
+                        .iter()
+                        .map(|r| r.outcome.false_negatives)
+                        .collect(),
+                    eager_grants_by_seed: these.iter().map(|r| r.eager.grants).collect(),
+                    eager_false_negatives_by_seed: these
+                        .iter()
+                        .map(|r| r.eager.false_negatives)
+                        .collect(),
                 });
             }
         }
@@ -221,7 +238,47 @@ pub struct Report {
     pub configs: Vec<Config>,
     pub streams: Vec<Stream>,
     pub summaries: Vec<Summary>,
+    /// Promises broken over all replays (false positives, bound violations, unexpected
+    /// refusals), library and eager model: must be 0.
+    pub violations: u64,
+    /// Every replay; the JSON keeps their counts per seed in [`Summary`] instead.
+    #[serde(skip)]
     pub runs: Vec<Run>,
+}
+
+/// `serde_json`'s pretty output with every array of numbers on one line (the per-seed
+/// counts would otherwise take a line per number).
+pub fn compact_number_arrays(pretty: &str) -> String {
+    let lines: Vec<&str> = pretty.lines().collect();
+    let is_number = |l: &str| {
+        let t = l.trim().trim_end_matches(',');
+        !t.is_empty() && t.parse::<f64>().is_ok()
+    };
+    let mut out = String::with_capacity(pretty.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if line.ends_with('[') && i + 1 < lines.len() && is_number(lines[i + 1]) {
+            let mut j = i + 1;
+            let mut items = Vec::new();
+            while j < lines.len() && is_number(lines[j]) {
+                items.push(lines[j].trim().trim_end_matches(','));
+                j += 1;
+            }
+            if j < lines.len() && lines[j].trim_start().starts_with(']') {
+                out.push_str(line);
+                out.push_str(&items.join(", "));
+                out.push_str(lines[j].trim_start());
+                out.push('\n');
+                i = j + 1;
+                continue;
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+        i += 1;
+    }
+    out
 }
 
 impl Report {
@@ -310,7 +367,7 @@ pub fn markdown(report: &Report) -> String {
         md,
         "- **worst free**: the most uses truly free at any refusal (B promises < k)."
     );
-    let _ = writeln!(md, "- Every grant was checked against the limit and every refusal against its mode's promise (< k free; L grants within T + τ): no violation, or the run fails.\n");
+    let _ = writeln!(md, "- Every grant was checked against the limit and every refusal against its mode's promise (< k free; L grants within T + τ), in the library's pools and the eager model alike: **{} violations** (any would fail the run).\n", report.violations);
 
     let _ = writeln!(md, "## Pools\n");
     let _ = writeln!(md, "Each budget's thresholds are the strictest whose exact bucket bound (`slidelimit::pool::bucket_bound`) fits in it. `AB-tNN` closes about NN % of the budget by time and the rest by count. Bytes: `KeyPool::ledger().ledger_bytes()` (lock-free ledger, 24 B per ring slot, bound + 1 slots).\n");
