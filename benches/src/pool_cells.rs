@@ -50,7 +50,7 @@ impl PoolSetup {
             name: self.name,
             about: match self.mode {
                 PoolMode::Exact => {
-                    "key pool, exact: one bucket per use (a ring of L + 1 slots), no false \
+                    "key pool, exact: one bucket per use (a ring of about L slots), no false \
                      negative"
                 }
                 _ => {

@@ -153,9 +153,10 @@ fn pool_setup_line(s: &PoolSetupInfo) -> String {
         _ => "exact: one bucket per use".to_owned(),
     };
     format!(
-        "`{}`: {mode}; at most {} buckets held, ledger {}",
+        "`{}`: {mode}; at most {} buckets held, a ring of {} slots, ledger {}",
         s.name,
         s.bucket_bound,
+        s.ring_slots,
         human_bytes(i64::try_from(s.ledger_bytes).unwrap_or(i64::MAX))
     )
 }

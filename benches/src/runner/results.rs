@@ -136,8 +136,10 @@ pub struct PoolSetupInfo {
     pub threshold_ns: Option<u64>,
     /// `k` (AB only).
     pub key_threshold: Option<u64>,
-    /// The most buckets held at once (the ring has one slot more).
+    /// The most buckets held at once.
     pub bucket_bound: u64,
+    /// Slots in the ledger's ring (the bound plus its spares).
+    pub ring_slots: u64,
     /// Bytes the ledger holds, ring included (lock-free form).
     pub ledger_bytes: usize,
     /// The largest share of calls any pool can grant at the fake clock's pace.
@@ -164,6 +166,7 @@ impl From<&PoolSetup> for PoolSetupInfo {
             threshold_ns,
             key_threshold,
             bucket_bound: geometry.bucket_bound(),
+            ring_slots: geometry.slots(),
             ledger_bytes: pool.ledger().ledger_bytes(),
             grant_ceiling: setup.grant_ceiling(),
         }
