@@ -21,8 +21,8 @@
 //! # The algorithm
 //! The pool treats its `L = K·X` uses as anonymous and numbers them `0, 1, 2, …` in the order
 //! it hands them out; use `s` gets name `s mod K`. Uses are grouped in **buckets** (seed 000):
-//! a bucket opens with a use, takes more while it holds fewer than `k` uses and, with a time
-//! threshold `τ`, while `now < opened_at + τ`; it remembers its first use's number, its opening
+//! a bucket opens with a use, takes more while it holds fewer than `k` uses, has not cooled
+//! down, and, with a time threshold `τ` (at most `T`), while `now < opened_at + τ`; it remembers its first use's number, its opening
 //! tick and its cooldown end (newest use + `T`). A bucket **cools down** at its newest use + `T` and is then released,
 //! oldest first. A call:
 //! 1. is refused as **late** if its `now` is below the cooldown end of the last bucket

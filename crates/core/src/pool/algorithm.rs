@@ -96,8 +96,11 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
         let newest_cooled_at = cells.cooled_at(newest);
         let released = ((control.head + geometry.slots - 1) % geometry.slots) as usize;
         let released_cooled_at = cells.cooled_at(released);
+        // A bucket that has cooled down takes no more uses: joining it would hold its old
+        // uses for another T (possible only without a time threshold, or with τ > T).
         let newest_accepts = control.live > 0
             && newest_uses < geometry.bucket_uses
+            && newest_cooled_at > now
             && !geometry.time_closed(cells.opened_at(newest), now);
         let again = cells.control();
         if again == word {

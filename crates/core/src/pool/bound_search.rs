@@ -58,7 +58,7 @@ fn search(geometry: PoolGeometry, threshold: u64) -> (u64, bool) {
 
 fn modes(cooldown: u64, total: u64) -> Vec<(PoolMode, u64)> {
     let mut modes = vec![(PoolMode::Exact, 0)];
-    for threshold in 1..=cooldown + 1 {
+    for threshold in 1..=cooldown {
         modes.push((
             PoolMode::TimeBound {
                 threshold_ticks: threshold,

@@ -83,7 +83,10 @@ pub enum PoolError {
         /// `keys × uses_per_key`.
         total_uses: u64,
     },
-    /// `cooldown_ticks + threshold_ticks` does not fit in a `u64`.
+    /// A time threshold above the cooldown: a bucket cools down `T` after its newest use and
+    /// then takes no more uses, so a longer threshold would only weaken A's promise (uses made
+    /// within `T + τ`, more than twice the cooldown) without keeping a bucket open any longer
+    /// on a steady stream.
     TimeThresholdTooLarge {
         /// The threshold asked for.
         threshold_ticks: u64,
@@ -120,7 +123,7 @@ impl fmt::Display for PoolError {
             ),
             Self::TimeThresholdTooLarge { threshold_ticks } => write!(
                 f,
-                "time threshold {threshold_ticks} plus the cooldown overflows a u64 tick"
+                "time threshold {threshold_ticks} is above the cooldown"
             ),
             Self::TooManyUses { keys, uses_per_key } => write!(
                 f,
@@ -156,7 +159,8 @@ impl PoolGeometry {
     ///
     /// # Errors
     /// A [`PoolError`] for zero keys, uses, cooldown or thresholds, a key threshold above the
-    /// pool's uses, and anything that would overflow the packed words.
+    /// pool's uses, a time threshold above the cooldown, and anything that would overflow the
+    /// packed words.
     pub fn new(
         keys: usize,
         uses_per_key: u64,
@@ -190,7 +194,7 @@ impl PoolGeometry {
             if threshold_ticks == 0 {
                 return Err(PoolError::ZeroTimeThreshold);
             }
-            if cooldown_ticks.checked_add(threshold_ticks).is_none() {
+            if threshold_ticks > cooldown_ticks {
                 return Err(PoolError::TimeThresholdTooLarge { threshold_ticks });
             }
         }

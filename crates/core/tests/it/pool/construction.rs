@@ -137,11 +137,13 @@ fn a_key_threshold_above_the_pools_uses_is_refused() {
 }
 
 #[test]
-fn a_cooldown_plus_time_threshold_that_overflows_is_refused() {
+fn a_time_threshold_above_the_cooldown_is_refused() {
     let time = |threshold_ticks| PoolMode::TimeBound { threshold_ticks };
     assert_eq!(
-        build(&[1], 2, u64::MAX, time(1)),
-        Err(PoolError::TimeThresholdTooLarge { threshold_ticks: 1 })
+        build(&[1], 2, 10, time(11)),
+        Err(PoolError::TimeThresholdTooLarge {
+            threshold_ticks: 11
+        })
     );
     assert_eq!(
         build(
@@ -157,8 +159,11 @@ fn a_cooldown_plus_time_threshold_that_overflows_is_refused() {
             threshold_ticks: u64::MAX - 1
         })
     );
-    // T + τ = u64::MAX fits: c = min(⌊(T - 1) / τ⌋, L - 1) = 1 time-closed bucket beside
-    // the one taking uses (c' is not below L - 1, so no second term): 2.
+    // τ = T is accepted: c = min(⌊(T - 1) / τ⌋, L - 1) = 0 and c' = 1 is not below L - 1,
+    // so one bucket; at the largest cooldown too.
+    assert_eq!(build(&[1], 2, 10, time(10)), Ok(1));
+    assert_eq!(build(&[1], 2, u64::MAX, time(u64::MAX)), Ok(1));
+    // T + τ = u64::MAX fits: one time-closed bucket beside the one taking uses: 2.
     assert_eq!(build(&[1], 2, u64::MAX - 1, time(1)), Ok(2));
     // Without a time threshold the cooldown alone may be u64::MAX.
     assert_eq!(build(&[1], 2, u64::MAX, PoolMode::Exact), Ok(2));

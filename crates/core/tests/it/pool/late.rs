@@ -94,11 +94,11 @@ fn extreme_ticks_never_panic_and_stay_safe() {
             PoolMode::Exact,
             PoolMode::TimeBound { threshold_ticks: 1 },
             PoolMode::TimeBound {
-                threshold_ticks: u64::MAX - cooldown,
+                threshold_ticks: cooldown,
             },
             PoolMode::CountBound { key_threshold: 2 },
             PoolMode::Both {
-                threshold_ticks: 2,
+                threshold_ticks: cooldown.min(2),
                 key_threshold: 3,
             },
         ] {

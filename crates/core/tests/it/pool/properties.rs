@@ -40,6 +40,8 @@ fn config() -> impl Strategy<Value = PoolConfig> {
         |(keys, uses_per_key, cooldown, mode, threshold_ticks, k)| {
             let total = u64::from(keys) * uses_per_key;
             let key_threshold = 1 + (k - 1) % total;
+            // A time threshold is at most the cooldown.
+            let threshold_ticks = 1 + (threshold_ticks - 1) % cooldown;
             let mode = match mode {
                 0 => PoolMode::Exact,
                 1 => PoolMode::TimeBound { threshold_ticks },
