@@ -83,7 +83,8 @@
 //! *Upper bound.* The held count grows only when a bucket opens; take such a moment `t` and the
 //! held buckets `b_1, …, b_m`, oldest first, `b_m` the one opening at `t`, `o_i` their opening
 //! ticks (non-decreasing), `u_i` their newest uses. Each `b_i`, `i < m`, stopped taking uses
-//! before `b_{i+1}` opened: it was **full** (`k` uses) or **time-closed** (the call that
+//! before `b_{i+1}` opened (not by cooling down, or it would not be held at `t`): it was
+//! **full** (`k` uses) or **time-closed** (the call that
 //! opened `b_{i+1}` had `now ≥ o_i + τ`, so `o_{i+1} ≥ o_i + τ`). Let `f` be the full ones and
 //! `c` the others.
 //! - *Uses:* `b_m` opened only with fewer than `L` uses held and every bucket holds one, so

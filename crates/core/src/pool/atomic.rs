@@ -31,6 +31,10 @@ pub struct AtomicLedger {
     geometry: PoolGeometry,
     control: AtomicU64,
     slots: Box<[Slot]>,
+    /// Control-word CASes lost to another thread (each retried), so the stress tests can show
+    /// that contention really exercised the retry path. Debug builds only; not under loom.
+    #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+    lost_races: std::sync::atomic::AtomicU64,
 }
 
 impl AtomicLedger {
@@ -38,6 +42,21 @@ impl AtomicLedger {
     #[must_use]
     pub fn try_use(&self, now: u64) -> bool {
         self.take(now).is_ok()
+    }
+
+    /// How many control-word CASes this ledger lost to another thread (each was retried), in
+    /// debug builds; `None` in release and loom builds, which do not count them.
+    #[must_use]
+    pub fn lost_races(&self) -> Option<u64> {
+        #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+        {
+            // Relaxed: a statistic read after the racing threads were joined.
+            Some(self.lost_races.load(std::sync::atomic::Ordering::Relaxed))
+        }
+        #[cfg(not(all(debug_assertions, not(slidelimit_loom))))]
+        {
+            None
+        }
     }
 }
 
@@ -47,6 +66,8 @@ impl UseLedger for AtomicLedger {
             geometry,
             control: AtomicU64::new(Control::EMPTY.pack()),
             slots: (0..geometry.slots).map(|_| Slot::default()).collect(),
+            #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+            lost_races: std::sync::atomic::AtomicU64::new(0),
         }
     }
     fn name(&self) -> &'static str {
@@ -102,11 +123,19 @@ impl LedgerCells for &AtomicLedger {
             self.control.store(new, Ordering::Release);
             return Ok(());
         }
-        self.control
+        let result = self
+            .control
             // Success: publishes this call's raises to whoever loads the word (Acquire).
             // Failure: the word found is read like a load, paired with its writer's CAS.
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
-            .map(drop)
+            .map(drop);
+        #[cfg(all(debug_assertions, not(slidelimit_loom)))]
+        if result.is_err() {
+            // Relaxed: a statistic, read after the threads are joined.
+            self.lost_races
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        result
     }
     fn raise_first_seq(&mut self, slot: usize, seq: u64) {
         // Before the opening CAS; pairs with the load above.

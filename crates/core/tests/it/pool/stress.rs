@@ -189,15 +189,20 @@ fn interleaved(run: &Run) -> bool {
 
 #[test]
 fn lock_free_pool_never_over_grants_under_contention() {
-    let (mut late, mut interleaved_runs) = (0, 0);
+    let (mut late, mut interleaved_runs, mut lost_races) = (0, 0, 0);
     for mode in MODES {
         let names: Vec<u32> = (0..KEYS).collect();
         let (pool, _) = both_pools(&names, USES_PER_KEY, COOLDOWN, mode).unwrap();
         let run = check(&pool);
         late += run.late;
         interleaved_runs += u32::from(interleaved(&run));
+        lost_races += pool.ledger().lost_races().unwrap_or(0);
     }
     assert!(late > 0, "no call was ever late: the late path never ran");
+    // Debug builds count lost control-word CASes: the retry path must have run.
+    if cfg!(debug_assertions) {
+        assert!(lost_races > 0, "no control-word CAS was ever lost");
+    }
     assert!(
         interleaved_runs > 0,
         "no two consecutive uses went to different threads"
