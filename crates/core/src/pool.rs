@@ -25,14 +25,14 @@
 //! down, and, with a time threshold `τ` (at most `T`), while `now < opened_at + τ`; it remembers its first use's number, its opening
 //! tick and its cooldown end (newest use + `T`). A bucket **cools down** at its newest use + `T` and is then released,
 //! oldest first. A call:
-//! 1. is refused as **late** if its `now` is below the cooldown end of the last bucket
-//!    released (by a call with a later `now`);
+//! 1. is refused as **late** if its `now` is below the release watermark, the latest cooldown
+//!    end of a bucket released so far (by a call with a later `now`);
 //! 2. if all `L` uses are held, or no bucket takes the use and the ring already holds as many
 //!    buckets as the bound (cooled ones are released lazily), releases the oldest bucket if it
 //!    has cooled down by `now`, and is refused otherwise;
 //! 3. joins the newest bucket if it takes the use, or opens the next one.
 //!
-//! `Exact` is the same algorithm with `k = 1` and no `τ` (one bucket per use, `L + 2` slots);
+//! `Exact` is the same algorithm with `k = 1` and no `τ` (one bucket per use, `L + 1` slots);
 //! `TimeBound` has `k = L`, `CountBound` no `τ`. Memory is `24` bytes per ring slot
 //! ([`PoolGeometry::slots`]), whatever the traffic.
 //!
@@ -61,11 +61,11 @@
 //! ledger proves more, in any order of `now`. Let use `s + L` be handed out at `now = t'`. It
 //! was granted with fewer than `L` uses held, and buckets hold consecutive numbers and are
 //! released oldest first, so the bucket holding use `s` had been released. Every use raises its
-//! bucket's cooldown end to its `now + T` before the CAS that counts it, and a bucket opens
-//! with a cooldown end no lower than the one before it (whose uses all came before that
-//! opening CAS), so the cooldown end of the last bucket released, kept in the slot before the
-//! head, is at least `t_s + T`. The call of `s + L` read that slot in the same view as the
-//! control word it swapped and was not late: `t' ≥ t_s + T`. Now take any `X + 1` uses of one name: they are
+//! bucket's cooldown end to its `now + T` before the CAS that counts it; the call that released
+//! the bucket read that cooldown end in a view its own CAS confirmed (so after every use the
+//! bucket got) and raised the release watermark to it before that CAS. The call of `s + L`
+//! read the watermark after a control word that reflects the release and was not late:
+//! `t' ≥ t_s + T`. Now take any `X + 1` uses of one name: they are
 //! uses `j + K·i` for `X + 1` distinct `i`, two of which are congruent modulo `X`, say
 //! `i < i + c·X`; stepping `L = K·X` numbers at a time, each step at least `T` later,
 //! `t_{j+K(i+cX)} ≥ t_{j+Ki} + c·T`. Two of the `X + 1` uses are `T` or more apart: they do not
@@ -117,8 +117,8 @@
 //! buckets): the seed's example needs 20 buckets in millisecond ticks and 19 in minute ticks.
 //!
 //! # Atomic orderings
-//! One CAS on the control word decides each call ([`AtomicLedger`]); the slot fields only grow
-//! (`fetch_max`) and are raised before that CAS, so a reader that
+//! One CAS on the control word decides each call ([`AtomicLedger`]); the slot fields and the
+//! release watermark only grow (`fetch_max`) and are raised before that CAS, so a reader that
 //! sees the CAS sees them; a reader re-reads the control word after the slot fields and
 //! decides only on a view where it did not change. See `pool/atomic.rs` for each ordering.
 
@@ -145,8 +145,11 @@ pub enum Refusal {
     /// Every use is held by a bucket that has not cooled down (a false negative only where
     /// the pool's mode allows one).
     Exhausted,
-    /// Every bucket slot is held and none has cooled down. With non-decreasing `now` this
-    /// never happens (the ring is sized by [`bucket_bound`]); out-of-order `now` can cause it.
+    /// Every bucket slot is held and none has cooled down. In a sequence of calls with
+    /// non-decreasing `now` this never happens (the ring is sized by [`bucket_bound`]);
+    /// out-of-order `now` can cause it, and so can a race: a call that sees a concurrent
+    /// join's raised cooldown end before the CAS that counts its use gives this reason where
+    /// [`Refusal::Exhausted`] is meant.
     NoBucket,
     /// The call's `now` is below the cooldown end of a bucket that a call with a later `now`
     /// already released: the caller is late (descheduled after reading its clock, or out of
@@ -166,8 +169,7 @@ pub struct PoolStatus {
     /// Buckets not cooled down by `now`.
     pub held_buckets: u64,
     /// The earliest tick at which a call may get a key: `now` when one is available, else
-    /// when the oldest held bucket cools down (or, for a late call, when the last bucket
-    /// released did).
+    /// when the oldest held bucket cools down (or, for a late call, the release watermark).
     pub retry_at: u64,
     /// Why a call at `now` would be refused, if it would.
     pub refusal: Option<Refusal>,

@@ -8,17 +8,21 @@ use super::{PoolStatus, Refusal};
 use crate::sync::retry_hint;
 use crate::window::MAX_TICK;
 
-/// What the algorithm reads: the control word ([`Control`]) and each bucket slot's fields.
+/// What the algorithm reads: the control word ([`Control`]), the release watermark and each
+/// bucket slot's fields.
 pub(crate) trait LedgerReads {
     fn geometry(&self) -> &PoolGeometry;
     /// The control word.
     fn control(&self) -> u64;
+    /// The release watermark: the highest cooldown end of a bucket released so far (raised
+    /// only by releasing calls, to the value they checked against their own `now`). A call
+    /// below it is late.
+    fn released_through(&self) -> u64;
     /// The full sequence number of the first use in the bucket at `slot`.
     fn first_seq(&self, slot: usize) -> u64;
     /// The tick at which the bucket at `slot` opened (unused without a time threshold).
     fn opened_at(&self, slot: usize) -> u64;
-    /// The tick from which the bucket at `slot` has cooled down: its newest use + `T`, and
-    /// never below the bucket before it (0 for a slot never used).
+    /// The tick from which the bucket at `slot` has cooled down: its newest use + `T`.
     fn cooled_at(&self, slot: usize) -> u64;
 }
 
@@ -28,6 +32,9 @@ impl<T: LedgerReads> LedgerReads for &T {
     }
     fn control(&self) -> u64 {
         (**self).control()
+    }
+    fn released_through(&self) -> u64 {
+        (**self).released_through()
     }
     fn first_seq(&self, slot: usize) -> u64 {
         (**self).first_seq(slot)
@@ -46,6 +53,7 @@ impl<T: LedgerReads> LedgerReads for &T {
 /// what the winner wrote.
 pub(crate) trait LedgerCells: LedgerReads {
     fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64>;
+    fn raise_released_through(&mut self, tick: u64);
     fn raise_first_seq(&mut self, slot: usize, seq: u64);
     fn raise_opened_at(&mut self, slot: usize, tick: u64);
     fn raise_cooled_at(&mut self, slot: usize, tick: u64);
@@ -67,11 +75,6 @@ struct View {
     newest_accepts: bool,
     /// The tick from which the oldest held bucket has cooled down (`u64::MAX` if none).
     head_cooled_at: u64,
-    /// The tick from which the newest bucket has cooled down.
-    newest_cooled_at: u64,
-    /// The tick from which the last bucket released had cooled down (the slot before the
-    /// head; 0 if none was): a call below it is late.
-    released_cooled_at: u64,
 }
 
 /// Reads the slots the decision needs, then the control word again, until the word is the
@@ -94,8 +97,6 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
             )
         };
         let newest_cooled_at = cells.cooled_at(newest);
-        let released = ((control.head + geometry.slots - 1) % geometry.slots) as usize;
-        let released_cooled_at = cells.cooled_at(released);
         // A bucket that has cooled down takes no more uses: joining it would hold its old
         // uses for another T (possible only without a time threshold, or with τ > T).
         let newest_accepts = control.live > 0
@@ -112,8 +113,6 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
                 newest,
                 newest_accepts,
                 head_cooled_at,
-                newest_cooled_at,
-                released_cooled_at,
             };
         }
         word = again;
@@ -135,7 +134,9 @@ pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refus
         // The `pool_skip_late_check` mutant deliberately lets a late call use what a release
         // by a later call freed.
         let skip_late_check = cfg!(slidelimit_loom_mutant = "pool_skip_late_check");
-        if now < view.released_cooled_at && !skip_late_check {
+        // Read after the view's control word: a release that word reflects raised the
+        // watermark before its CAS.
+        if now < cells.released_through() && !skip_late_check {
             // A call with a later `now` released a bucket that has not cooled down by this
             // call's `now`; using its uses here could hand a key out twice within T.
             return Err(Refusal::Late);
@@ -151,6 +152,9 @@ pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refus
                     Refusal::NoBucket
                 });
             }
+            // Published before the CAS that releases: whoever sees the new head sees it. A
+            // releaser that loses its CAS leaves a value no later than its own `now`.
+            cells.raise_released_through(view.head_cooled_at);
             next.head = (next.head + 1) % geometry.slots;
             next.live -= 1;
             join &= next.live > 0;
@@ -179,9 +183,7 @@ pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refus
             if geometry.open_ticks.is_some() {
                 cells.raise_opened_at(slot, now);
             }
-            // Never below the bucket before it: then the last bucket released bounds the
-            // cooldown end of every bucket released before it (the late check relies on it).
-            cells.raise_cooled_at(slot, cooled_at.max(view.newest_cooled_at));
+            cells.raise_cooled_at(slot, cooled_at);
             next.live += 1;
         }
         match cells.replace_control(view.word, next.after_use().pack()) {
@@ -202,6 +204,7 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
     let mut word = cells.control();
     loop {
         let view = read_view(cells, word, now);
+        let released_through = cells.released_through();
         let mut head = view.control.head;
         let mut live = view.control.live;
         let mut head_cooled_at = view.head_cooled_at;
@@ -226,7 +229,7 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
             continue;
         }
         let newest_accepts = view.newest_accepts && live > 0;
-        let refusal = if now < view.released_cooled_at {
+        let refusal = if now < released_through {
             Some(Refusal::Late)
         } else if held >= geometry.total_uses {
             Some(Refusal::Exhausted)
@@ -242,7 +245,7 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
         };
         let retry_at = match refusal {
             None => now,
-            Some(Refusal::Late) => view.released_cooled_at,
+            Some(Refusal::Late) => released_through,
             Some(_) => head_cooled_at,
         };
         return PoolStatus {

@@ -25,11 +25,13 @@ struct Slot {
     cooled_at: AtomicU64,
 }
 
-/// The lock-free ledger: a packed control word and a ring of bucket slots. [`KeyPool`](super::KeyPool)'s default.
+/// The lock-free ledger: a packed control word, a release watermark and a ring of bucket
+/// slots. [`KeyPool`](super::KeyPool)'s default.
 #[derive(Debug)]
 pub struct AtomicLedger {
     geometry: PoolGeometry,
     control: AtomicU64,
+    released_through: AtomicU64,
     slots: Box<[Slot]>,
     /// Control-word CASes lost to another thread (each retried), so the stress tests can show
     /// that contention really exercised the retry path. Debug builds only; not under loom.
@@ -65,6 +67,7 @@ impl UseLedger for AtomicLedger {
         Self {
             geometry,
             control: AtomicU64::new(Control::EMPTY.pack()),
+            released_through: AtomicU64::new(0),
             slots: (0..geometry.slots).map(|_| Slot::default()).collect(),
             #[cfg(all(debug_assertions, not(slidelimit_loom)))]
             lost_races: std::sync::atomic::AtomicU64::new(0),
@@ -88,6 +91,11 @@ impl UseLedger for AtomicLedger {
 }
 
 impl LedgerReads for AtomicLedger {
+    fn released_through(&self) -> u64 {
+        // Read after the control word; pairs with a releaser's raise (Release) made before
+        // its CAS, so a caller that saw a release sees its watermark.
+        self.released_through.load(Ordering::Acquire)
+    }
     fn geometry(&self) -> &PoolGeometry {
         &self.geometry
     }
@@ -111,6 +119,13 @@ impl LedgerReads for AtomicLedger {
 }
 
 impl LedgerCells for &AtomicLedger {
+    fn raise_released_through(&mut self, tick: u64) {
+        // Before the releasing CAS; pairs with the load above. The load first only skips a
+        // read-modify-write that would change nothing.
+        if self.released_through.load(Ordering::Relaxed) < tick {
+            self.released_through.fetch_max(tick, Ordering::Release);
+        }
+    }
     fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64> {
         if cfg!(slidelimit_loom_mutant = "pool_decide_then_store") {
             // Deliberately broken: decides on a load and writes with a store, so two callers

@@ -98,7 +98,7 @@ pub enum PoolError {
         /// Uses per key per cooldown.
         uses_per_key: u64,
     },
-    /// The ring the mode needs (its bucket bound, plus two spare slots) is above
+    /// The ring the mode needs (its bucket bound, plus one spare slot) is above
     /// [`MAX_BUCKET_SLOTS`]; use a larger threshold.
     TooManyBuckets {
         /// Slots the configuration would need.
@@ -142,7 +142,7 @@ impl std::error::Error for PoolError {}
 
 /// A pool's validated numbers: `L = keys × uses_per_key` uses per cooldown `T`, buckets that
 /// take at most `k` uses and (with a time threshold) close `τ` ticks after they open, and a
-/// ring of [`bucket_bound`]` + 2` slots.
+/// ring of [`bucket_bound`]` + 1` slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolGeometry {
     pub(crate) keys: u64,
@@ -207,7 +207,7 @@ impl PoolGeometry {
                 total_uses,
             });
         }
-        let needed = bucket_bound(total_uses, cooldown_ticks, open_ticks, bucket_uses) + 2;
+        let needed = bucket_bound(total_uses, cooldown_ticks, open_ticks, bucket_uses) + 1;
         if needed > MAX_BUCKET_SLOTS {
             return Err(PoolError::TooManyBuckets { needed });
         }
@@ -249,13 +249,12 @@ impl PoolGeometry {
     /// The most buckets that can be held (not yet cooled down) at once: [`bucket_bound`].
     #[must_use]
     pub fn bucket_bound(&self) -> u64 {
-        self.slots - 2
+        self.slots - 1
     }
 
-    /// Slots in the ring: the bound plus two spares. The slot before the head keeps the last
-    /// released bucket (the late check reads its cooldown end), and a call that releases the
-    /// oldest bucket and opens a new one in a single CAS opens it in neither of those slots,
-    /// so a thread that loses that CAS has raised only a free slot.
+    /// Slots in the ring: the bound plus one spare, so that a call that releases the oldest
+    /// bucket and opens a new one in a single CAS opens it in a free slot, never in the one it
+    /// releases: a thread that loses that CAS has raised only a free slot's fields.
     #[must_use]
     pub fn slots(&self) -> u64 {
         self.slots
@@ -264,7 +263,7 @@ impl PoolGeometry {
     /// Buckets the ring may hold (cooled ones included) before a call that needs a new
     /// bucket must release the oldest first: the bound.
     pub(crate) fn ring_limit(&self) -> u64 {
-        self.slots - 2
+        self.slots - 1
     }
 
     /// Whether a bucket opened at `opened_at` has stopped taking uses at `now`.

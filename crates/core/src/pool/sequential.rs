@@ -20,6 +20,7 @@ struct Slot {
 pub struct SequentialLedger {
     geometry: PoolGeometry,
     control: u64,
+    released_through: u64,
     slots: Box<[Slot]>,
 }
 
@@ -30,6 +31,7 @@ impl SequentialLedger {
         Self {
             geometry,
             control: Control::EMPTY.pack(),
+            released_through: 0,
             slots: vec![Slot::default(); geometry.slots as usize].into_boxed_slice(),
         }
     }
@@ -50,6 +52,9 @@ impl SequentialLedger {
 }
 
 impl LedgerReads for SequentialLedger {
+    fn released_through(&self) -> u64 {
+        self.released_through
+    }
     fn geometry(&self) -> &PoolGeometry {
         &self.geometry
     }
@@ -68,6 +73,9 @@ impl LedgerReads for SequentialLedger {
 }
 
 impl LedgerCells for SequentialLedger {
+    fn raise_released_through(&mut self, tick: u64) {
+        self.released_through = self.released_through.max(tick);
+    }
     fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64> {
         debug_assert_eq!(self.control, current);
         self.control = new;
