@@ -20,3 +20,24 @@ pub(crate) fn retry_hint() {
     #[cfg(not(slidelimit_loom))]
     std::hint::spin_loop();
 }
+
+/// Exponential backoff for a CAS loop that lost to another thread: after the `n`th loss it
+/// spins `2^min(n, 6)` hints, so the winner can run a few calls while its cache lines stay
+/// put, instead of every thread re-reading and re-raising them at once. Under loom it yields.
+pub(crate) struct Backoff(u32);
+
+impl Backoff {
+    pub(crate) fn new() -> Self {
+        Self(0)
+    }
+
+    pub(crate) fn lost(&mut self) {
+        #[cfg(slidelimit_loom)]
+        loom::thread::yield_now();
+        #[cfg(not(slidelimit_loom))]
+        for _ in 0..1u32 << self.0.min(6) {
+            std::hint::spin_loop();
+        }
+        self.0 += 1;
+    }
+}

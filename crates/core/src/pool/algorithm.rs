@@ -5,7 +5,7 @@
 use super::control::Control;
 use super::geometry::PoolGeometry;
 use super::{PoolStatus, Refusal};
-use crate::sync::retry_hint;
+use crate::sync::{retry_hint, Backoff};
 use crate::window::MAX_TICK;
 
 /// What the algorithm reads: the control word ([`Control`]), the release watermark and each
@@ -129,6 +129,7 @@ pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refus
     let now = now.min(MAX_TICK);
     let geometry = *cells.geometry();
     let mut word = cells.control();
+    let mut backoff = Backoff::new();
     loop {
         let view = read_view(cells, word, now);
         // The `pool_skip_late_check` mutant deliberately lets a late call use what a release
@@ -190,7 +191,7 @@ pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refus
             Ok(()) => return Ok(seq),
             Err(found) => {
                 word = found;
-                retry_hint();
+                backoff.lost();
             }
         }
     }
