@@ -14,7 +14,7 @@
 //! and B (the smallest `k` that fits). Beside them runs the exact pool (500 buckets of one).
 //! Every stream (Poisson at 0.5x/1x/2x capacity, on-off bursts of 50 to 1000, a burst of 451
 //! then a trickle, a diurnal sine) is drawn for `--seeds` seeds (default 20) over `--hours`
-//! simulated hours (default 24) and replayed through every pool ([`replay`]), and through
+//! simulated hours (default 24) and replayed through every pool ([`mod@replay`]), and through
 //! [`eager::EagerModel`] (the same thresholds, every cooled bucket released first, as the
 //! seed's Python does); per (stream, pool) the tool reports grants
 //! relative to the exact pool, the false-negative rate (a refusal while fewer than `L` of the
