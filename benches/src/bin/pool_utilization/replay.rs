@@ -5,20 +5,11 @@ use serde::Serialize;
 use slidelimit::pool::{PoolGeometry, PoolMode};
 use slidelimit::Refusal;
 
-/// A mode's thresholds: the time threshold `τ` (ticks a bucket stays open) and the key
-/// threshold `k` (uses per bucket); `k = L` where the mode has none, `k = 1` for exact.
+/// A mode's thresholds: the time threshold `τ` and the key threshold `k` (the core's own
+/// reading of the mode).
 #[must_use]
 pub fn thresholds(mode: PoolMode, total_uses: u64) -> (Option<u64>, u64) {
-    match mode {
-        PoolMode::TimeBound { threshold_ticks } => (Some(threshold_ticks), total_uses),
-        PoolMode::CountBound { key_threshold } => (None, key_threshold),
-        PoolMode::Both {
-            threshold_ticks,
-            key_threshold,
-        } => (Some(threshold_ticks), key_threshold),
-        // `Exact` and any later mode: one use per bucket, no time threshold.
-        _ => (None, 1),
-    }
+    mode.thresholds(total_uses)
 }
 
 /// What one replay saw. Counts are over requests; "own grants" are the grants of this very

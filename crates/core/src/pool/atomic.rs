@@ -135,6 +135,7 @@ impl LedgerCells for &AtomicLedger {
             if found != current {
                 return Err(found);
             }
+            // Release: as the CAS's success half, publishing this call's raises.
             self.control.store(new, Ordering::Release);
             return Ok(());
         }
@@ -157,10 +158,9 @@ impl LedgerCells for &AtomicLedger {
         self.slots[slot].first_seq.fetch_max(seq, Ordering::Release);
     }
     fn raise_opened_at(&mut self, slot: usize, tick: u64) {
+        let cell = &self.slots[slot].opened_at;
         // Before the opening CAS; pairs with the load above.
-        self.slots[slot]
-            .opened_at
-            .fetch_max(tick, Ordering::Release);
+        cell.fetch_max(tick, Ordering::Release);
     }
     fn raise_cooled_at(&mut self, slot: usize, tick: u64) {
         let cell = &self.slots[slot].cooled_at;

@@ -42,6 +42,22 @@ pub enum PoolMode {
 }
 
 impl PoolMode {
+    /// The time threshold `τ` a bucket stays open for (none for `Exact` and `CountBound`) and
+    /// the most uses a bucket takes, `k`, in a pool of `total_uses` uses: `k = 1` for `Exact`,
+    /// `k = total_uses` for `TimeBound`.
+    #[must_use]
+    pub fn thresholds(&self, total_uses: u64) -> (Option<u64>, u64) {
+        match *self {
+            Self::Exact => (None, 1),
+            Self::TimeBound { threshold_ticks } => (Some(threshold_ticks), total_uses),
+            Self::CountBound { key_threshold } => (None, key_threshold),
+            Self::Both {
+                threshold_ticks,
+                key_threshold,
+            } => (Some(threshold_ticks), key_threshold),
+        }
+    }
+
     /// A short name for reports: `"exact"`, `"A"`, `"B"` or `"AB"`.
     #[must_use]
     pub fn label(&self) -> &'static str {
@@ -181,15 +197,7 @@ impl PoolGeometry {
             .and_then(|keys| keys.checked_mul(uses_per_key))
             .filter(|&total| total <= MAX_TOTAL_USES)
             .ok_or(PoolError::TooManyUses { keys, uses_per_key })?;
-        let (open_ticks, bucket_uses) = match mode {
-            PoolMode::Exact => (None, 1),
-            PoolMode::TimeBound { threshold_ticks } => (Some(threshold_ticks), total_uses),
-            PoolMode::CountBound { key_threshold } => (None, key_threshold),
-            PoolMode::Both {
-                threshold_ticks,
-                key_threshold,
-            } => (Some(threshold_ticks), key_threshold),
-        };
+        let (open_ticks, bucket_uses) = mode.thresholds(total_uses);
         if let Some(threshold_ticks) = open_ticks {
             if threshold_ticks == 0 {
                 return Err(PoolError::ZeroTimeThreshold);
