@@ -23,6 +23,7 @@
 
 pub mod concurrent;
 pub mod floor;
+pub mod limits;
 mod map;
 mod schedule;
 pub mod sequential;
@@ -170,6 +171,15 @@ impl EntryWatermark {
     #[must_use]
     pub fn unresolved() -> Self {
         Self::default()
+    }
+
+    /// Already resolved to `watermark` (an entry that replaces one whose watermark was
+    /// resolved, or a restored one).
+    #[must_use]
+    pub fn resolved(watermark: u64) -> Self {
+        Self {
+            word: AtomicU64::new(watermark.min(MAX_TICK) + 1),
+        }
     }
 
     /// The watermark, reading it with `resolve` on first use.
@@ -322,11 +332,17 @@ impl<W: Window> KeyPolicy<W> {
 }
 
 impl<W: Window> KeyPolicy<W> {
-    /// `status` for a key with no state: an empty window, as the watermark lets it be seen.
-    fn status_of_unknown_key(&self, watermark: u64, now: u64) -> crate::Status {
+    /// `status` for a key with no state whose limit is `limit`: an empty window, as the
+    /// watermark lets it be seen.
+    fn status_of_unknown_key(
+        &self,
+        limit: crate::Limit,
+        watermark: u64,
+        now: u64,
+    ) -> crate::Status {
         let empty = crate::Status {
             count: 0,
-            remaining: self.window.limit().max_requests(),
+            remaining: limit.max_requests(),
             retry_after_ticks: 0,
         };
         self.clamp_status(empty, watermark, now)

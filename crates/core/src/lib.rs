@@ -55,10 +55,11 @@ pub mod window;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use keyed::concurrent::{ConcurrentKeys, KeyEntry};
+pub use keyed::limits::LimitResolver;
 pub use keyed::sequential::{KeyedWindows, LockedKeys, StateLock};
 pub use keyed::{EntryWatermark, Options};
 pub use limit::{Limit, LimitError, MAX_REQUESTS};
-pub use limiter::RateLimiter;
+pub use limiter::{LimitControl, RateLimiter};
 pub use lockfree::{AtomicEntry, LockFreeLimiter};
 pub use pool::{KeyPool, PoolError, PoolMode, PoolStatus, Refusal};
 pub use window::buckets::{
@@ -66,7 +67,10 @@ pub use window::buckets::{
     MAX_TOTAL_WEIGHT,
 };
 pub use window::ring::{AtomicRing, ExactLog, SequentialRing};
-pub use window::{AtomicWindow, Retired, SequentialWindow, Status, WeightError, Window};
+pub use window::{
+    AtomicWindow, Retired, SequentialWindow, StateError, Status, WeightError, Window, WindowKind,
+    WindowState,
+};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

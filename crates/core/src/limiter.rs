@@ -21,7 +21,7 @@ where
     /// The window algorithm's name: `"exact"` or `"buckets"`.
     fn algorithm(&self) -> &'static str;
 
-    /// The limit enforced per key.
+    /// The default limit: what every key without a limit of its own answers with.
     fn limit(&self) -> Limit;
 
     /// Records a hit of `key` at `now`, unconditionally (it never refuses).
@@ -79,4 +79,38 @@ where
     fn check_and_hit_now(&self, key: &K, clock: &dyn Clock) -> bool {
         self.check_and_hit(key, clock.now_ticks())
     }
+}
+
+/// Limits that change at run time: a default limit to set while other threads decide, and
+/// per-key limits. Every limiter of this workspace implements it (each variant runs the
+/// core's one policy for it).
+pub trait LimitControl<K>: RateLimiter<K>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    /// Sets the default limit, while other threads decide. Once it returns, every decision
+    /// on a key without a limit of its own uses the new limit, and no decision mixes the old
+    /// and the new: each runs on one key state built for one limit. The key's recorded hits
+    /// carry over: a window that holds a hit admitted after the change holds at most the
+    /// new limit's `max_requests` hits in all (hits from before the change count too);
+    /// windows that end before the change are as the old limit left them. Raising the limit
+    /// admits more at once. The exact log keeps its newest `max_requests` hits (a ring of
+    /// the new size, built from the old one through the removal handshake); the rolling
+    /// buckets keep their counts (rebucketed, later never earlier, if the window changes).
+    /// Cost: nothing on the hot path but one comparison; each key's first call after a change
+    /// re-resolves its limit, and a key whose limit changed rebuilds its state once.
+    fn set_limit(&self, limit: Limit);
+
+    /// Gives `key` a limit of its own (it takes precedence over a resolver and the default),
+    /// with the same guarantees as [`RateLimiter::set_limit`]. Kept while the key is idle or
+    /// removed, until [`RateLimiter::clear_limit_for`].
+    fn set_limit_for(&self, key: &K, limit: Limit);
+
+    /// Drops `key`'s own limit (back to the resolver's or the default); says whether it had
+    /// one.
+    fn clear_limit_for(&self, key: &K) -> bool;
+
+    /// The limit `key` answers with now.
+    #[must_use]
+    fn limit_for(&self, key: &K) -> Limit;
 }

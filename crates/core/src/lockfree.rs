@@ -12,7 +12,9 @@
 
 use crate::keyed::concurrent::{ConcurrentKeys, KeyEntry};
 use crate::keyed::EntryWatermark;
-use crate::window::{ring::ExactLog, AtomicWindow, Retired, Status, Window};
+use crate::sync::{AtomicU64, Ordering};
+use crate::window::{ring::ExactLog, AtomicWindow, Retired, Status, Window, WindowState};
+use crate::Limit;
 
 /// The lock-free keyed limiter. `LockFreeLimiter::new(limit)` gives the exact sliding log.
 ///
@@ -31,6 +33,8 @@ pub type LockFreeLimiter<K, W = ExactLog> = ConcurrentKeys<K, AtomicEntry<W>>;
 /// the key (no padding: the key, the watermark and the window's header share a line).
 pub struct AtomicEntry<W: Window> {
     watermark: EntryWatermark,
+    /// The limits version this entry's limit is current for (see [`crate::keyed::limits`]).
+    limits_version: AtomicU64,
     window: W::Atomic,
 }
 
@@ -42,21 +46,55 @@ impl<W: Window> AtomicEntry<W> {
     }
 }
 
-// The exact log's entry: watermark 8, slots (pointer and length) 16, window length 8,
-// blocked_until 8, cursor 4. (Release builds only: debug builds count lost races per ring,
-// and loom's atomics are larger.)
+// The exact log's entry: watermark 8, limits version 8, slots (pointer and length) 16,
+// window length 8, blocked_until 8, cursor 4, re-sort generation 4. (Release builds only:
+// debug builds count lost races per ring, and loom's atomics are larger.)
 #[cfg(not(any(slidelimit_loom, debug_assertions)))]
-const _: () = assert!(std::mem::size_of::<AtomicEntry<ExactLog>>() == 48);
+const _: () = assert!(std::mem::size_of::<AtomicEntry<ExactLog>>() == 56);
 
 impl<W: Window> KeyEntry for AtomicEntry<W> {
     type Window = W;
     const NAME: &'static str = "lock-free";
 
-    fn new(window: &W) -> Self {
+    fn new(window: &W, limits_version: u64) -> Self {
         Self {
             watermark: EntryWatermark::unresolved(),
+            limits_version: AtomicU64::new(limits_version),
             window: window.new_atomic(),
         }
+    }
+
+    fn from_state(window: &W, state: &WindowState, limits_version: u64, watermark: u64) -> Self {
+        Self {
+            watermark: EntryWatermark::resolved(watermark),
+            limits_version: AtomicU64::new(limits_version),
+            window: window.atomic_from(state),
+        }
+    }
+
+    #[inline]
+    fn limits_version(&self) -> u64 {
+        // Relaxed: compared with the limiter's version, which the caller loaded with
+        // Acquire; the entry's limit is fixed at construction and published with the entry
+        // by the map.
+        self.limits_version.load(Ordering::Relaxed)
+    }
+
+    fn confirm_limits_version(&self, version: u64) {
+        // Relaxed: see limits_version; fetch_max keeps the newest confirmation.
+        self.limits_version.fetch_max(version, Ordering::Relaxed);
+    }
+
+    fn limit(&self) -> Limit {
+        self.window.limit()
+    }
+
+    fn export(&self) -> Result<WindowState, Retired> {
+        self.window.export()
+    }
+
+    fn retire_for_swap(&self) -> Option<WindowState> {
+        self.window.seal_for_swap()
     }
 
     #[inline]

@@ -2,12 +2,12 @@
 //! `cfg(slidelimit_loom)`, `std`'s otherwise, so the loom models check the real code.
 
 #[cfg(slidelimit_loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(slidelimit_loom)]
 pub(crate) use loom::sync::{Arc, RwLock};
 
 #[cfg(not(slidelimit_loom))]
-pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Called on every retry of a CAS loop and every bounce off a retired entry.
 ///

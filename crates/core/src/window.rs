@@ -6,10 +6,12 @@
 
 pub mod buckets;
 pub mod ring;
+pub mod state;
 
 use std::fmt;
 
 use crate::Limit;
+pub use state::{StateError, WindowState};
 
 /// The largest tick a window stores; `u64::MAX` and `u64::MAX - 1` are treated as
 /// `u64::MAX - 2`, which frees two slot values of the exact log: "empty" and "sealed".
@@ -35,6 +37,47 @@ pub trait Window: Clone + Send + Sync + 'static {
     fn new_sequential(&self) -> Self::Sequential;
     /// A fresh, empty window in the atomic form.
     fn new_atomic(&self) -> Self::Atomic;
+
+    /// The same algorithm and configuration for another limit. The rolling buckets keep
+    /// their bucket count and lateness, but never more buckets than the window has ticks.
+    #[must_use]
+    fn with_limit(&self, limit: Limit) -> Self;
+    /// The algorithm and its configuration, as snapshots record it.
+    fn kind(&self) -> WindowKind;
+    /// A window in the sequential form holding `state`, converted as [`state`] describes
+    /// (never admitting more than the state's own window would).
+    fn sequential_from(&self, state: &WindowState) -> Self::Sequential;
+    /// A window in the atomic form holding `state` (see [`Window::sequential_from`]).
+    fn atomic_from(&self, state: &WindowState) -> Self::Atomic;
+
+    /// [`Window::check_weight`] against the largest limit any key may have
+    /// ([`crate::MAX_REQUESTS`]) instead of this window's: a limiter whose keys may have
+    /// limits of their own checks this, and a weight above a key's limit is then simply
+    /// never admitted.
+    ///
+    /// # Errors
+    /// A [`WeightError`]; [`WeightError::ExceedsLimit`] only above `MAX_REQUESTS`.
+    fn check_weight_shape(&self, n: u64) -> Result<(), WeightError> {
+        match self.check_weight(n) {
+            Err(WeightError::ExceedsLimit { .. }) if n <= crate::MAX_REQUESTS => Ok(()),
+            other => other,
+        }
+    }
+}
+
+/// A window algorithm and the configuration that shapes its state, as snapshots record it.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WindowKind {
+    /// The exact sliding log.
+    ExactLog,
+    /// The rolling buckets.
+    RollingBuckets {
+        /// `B`, the effective buckets over the window.
+        buckets: u64,
+        /// `L`, the lateness in buckets.
+        lateness_buckets: u64,
+    },
 }
 
 /// One key's window under a lock. Weights reaching it have passed [`Window::check_weight`].
@@ -47,6 +90,10 @@ pub trait SequentialWindow: Send + Sync + 'static {
     fn allowed_n(&self, now: u64, n: u64) -> bool;
     /// What the window holds for a caller at `now`. Changes nothing.
     fn status(&self, now: u64) -> Status;
+    /// The limit this window enforces.
+    fn limit(&self) -> Limit;
+    /// The window's content (see [`WindowState`]). Changes nothing.
+    fn export(&self) -> WindowState;
     /// The first tick from which this state answers every call as an empty window would.
     fn fresh_from(&self) -> u64;
     /// Whether [`fresh_from`](Self::fresh_from) is at most `horizon`: the sweep's question,
@@ -84,6 +131,20 @@ pub trait AtomicWindow: Send + Sync + 'static {
     /// # Errors
     /// [`Retired`]: the window is sealed.
     fn status(&self, now: u64) -> Result<Status, Retired>;
+    /// The limit this window enforces.
+    fn limit(&self) -> Limit;
+    /// The window's content at one moment between the call and its return, while other
+    /// threads may decide (no torn state: a double collect of every word, falling back to a
+    /// seal that briefly holds writers off). Changes no answer.
+    ///
+    /// # Errors
+    /// [`Retired`]: a sweeper or a replacement sealed the window; look the key up again.
+    fn export(&self) -> Result<WindowState, Retired>;
+    /// Seals the window for good, whatever it holds, and returns its content: the first step
+    /// of replacing it by a window built from that content (a limit change, a restore). From
+    /// the seal on no operation records anything in it. `None`: someone else holds a seal
+    /// (a sweeper, another replacement); nothing was changed.
+    fn seal_for_swap(&self) -> Option<WindowState>;
     /// Seals the window for removal if it is fresh (equal to an empty window) for every call
     /// at or after `horizon`, and returns the tick from which it is fresh. From a successful
     /// seal on, no operation records anything in it again. `None`: not fresh, sealed by

@@ -17,10 +17,13 @@
 //! the gate: a sweeper marks an idle entry retired under its lock, and a caller that locks a
 //! retired entry looks the key up again, so no hit is written into an unlinked entry.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use slidelimit::window::WindowState;
 use slidelimit::{
-    ConcurrentKeys, EntryWatermark, ExactLog, KeyEntry, Retired, SequentialWindow, Status, Window,
+    ConcurrentKeys, EntryWatermark, ExactLog, KeyEntry, Limit, Retired, SequentialWindow, Status,
+    Window,
 };
 
 /// The per-key-lock limiter; `PerKeyLockLimiter::new(limit)` gives the exact log.
@@ -29,6 +32,8 @@ pub type PerKeyLockLimiter<K, W = ExactLog> = ConcurrentKeys<K, KeyMutex<W>>;
 /// One key's sequential window behind its own mutex.
 pub struct KeyMutex<W: Window> {
     watermark: EntryWatermark,
+    /// The limits version this entry's limit is current for.
+    limits_version: AtomicU64,
     slot: Mutex<Slot<W::Sequential>>,
 }
 
@@ -55,14 +60,56 @@ impl<W: Window> KeyEntry for KeyMutex<W> {
     type Window = W;
     const NAME: &'static str = "per-key-lock";
 
-    fn new(window: &W) -> Self {
+    fn new(window: &W, limits_version: u64) -> Self {
         Self {
             watermark: EntryWatermark::unresolved(),
+            limits_version: AtomicU64::new(limits_version),
             slot: Mutex::new(Slot {
                 window: window.new_sequential(),
                 retired: false,
             }),
         }
+    }
+
+    fn from_state(window: &W, state: &WindowState, limits_version: u64, watermark: u64) -> Self {
+        Self {
+            watermark: EntryWatermark::resolved(watermark),
+            limits_version: AtomicU64::new(limits_version),
+            slot: Mutex::new(Slot {
+                window: window.sequential_from(state),
+                retired: false,
+            }),
+        }
+    }
+
+    fn limits_version(&self) -> u64 {
+        // Relaxed: compared with the limiter's version (loaded Acquire); the entry's limit
+        // is fixed at construction and published with the entry by the map.
+        self.limits_version.load(Ordering::Relaxed)
+    }
+
+    fn confirm_limits_version(&self, version: u64) {
+        // Relaxed: see limits_version; fetch_max keeps the newest confirmation.
+        self.limits_version.fetch_max(version, Ordering::Relaxed);
+    }
+
+    fn limit(&self) -> Limit {
+        // The limit never changes while the entry lives, retired or not.
+        let slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.window.limit()
+    }
+
+    fn export(&self) -> Result<WindowState, Retired> {
+        self.locked(|window| window.export())
+    }
+
+    fn retire_for_swap(&self) -> Option<WindowState> {
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.retired {
+            return None;
+        }
+        slot.retired = true;
+        Some(slot.window.export())
     }
 
     fn watermark(&self) -> &EntryWatermark {

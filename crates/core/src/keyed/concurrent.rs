@@ -8,11 +8,12 @@
 use std::hash::Hash;
 use std::marker::PhantomData;
 
+use super::limits::{LimitResolver, LimitTable};
 use super::map::KeyMap;
 use super::{EntryWatermark, KeyPolicy, Options, SweepBounds};
 use crate::sync::retry_hint;
 use crate::window::buckets::{BucketError, RollingBuckets};
-use crate::window::{ring::ExactLog, Retired, Status, WeightError, Window};
+use crate::window::{ring::ExactLog, Retired, Status, WeightError, Window, WindowState};
 use crate::{Limit, RateLimiter};
 
 /// One key's guarded window in a [`ConcurrentKeys`] map.
@@ -25,8 +26,39 @@ pub trait KeyEntry: Send + Sync + 'static {
     /// The variant name reported by [`RateLimiter::name`].
     const NAME: &'static str;
 
-    /// A fresh entry with an empty window and an unresolved watermark.
-    fn new(window: &Self::Window) -> Self;
+    /// A fresh entry with an empty window and an unresolved watermark, built under limits
+    /// version `limits_version`.
+    fn new(window: &Self::Window, limits_version: u64) -> Self;
+
+    /// An entry whose window holds `state` (converted for `window`, see
+    /// [`crate::window::state`]) and whose watermark is already resolved to `watermark`: the
+    /// replacement of a retired entry (a limit change) or a restored one.
+    fn from_state(
+        window: &Self::Window,
+        state: &WindowState,
+        limits_version: u64,
+        watermark: u64,
+    ) -> Self;
+
+    /// The limits version this entry's limit is current for (see [`super::limits`]).
+    fn limits_version(&self) -> u64;
+
+    /// Records that this entry's limit is still the key's limit at `version`.
+    fn confirm_limits_version(&self, version: u64);
+
+    /// The limit this entry's window enforces.
+    fn limit(&self) -> Limit;
+
+    /// The window's content at one moment, while other threads may decide.
+    ///
+    /// # Errors
+    /// [`Retired`]: look the key up again.
+    fn export(&self) -> Result<WindowState, Retired>;
+
+    /// Retires the entry for good, whatever its window holds, and returns the window's
+    /// content, so that an entry built from it can take its place. `None`: someone else
+    /// retired it (or is retiring it); nothing changed.
+    fn retire_for_swap(&self) -> Option<WindowState>;
 
     /// The key's removal watermark as this entry sees it (decisions below it are refused):
     /// resolved on first use, see [`EntryWatermark`].
@@ -68,7 +100,15 @@ pub struct ConcurrentKeys<K, E: KeyEntry> {
     /// floor (see [`super::Tombstone`]), in the same shards as `map`.
     tombstones: KeyMap<K, super::Tombstone>,
     policy: KeyPolicy<E::Window>,
+    limits: LimitTable<K, E::Window>,
     _keys: PhantomData<fn(K)>,
+}
+
+/// Why the hot path's lookup could not answer: the entry is retired, or built under an older
+/// limits version.
+enum Miss {
+    Retired,
+    StaleLimit,
 }
 
 impl<K, E> ConcurrentKeys<K, E>
@@ -109,13 +149,27 @@ where
     /// A limiter with any window algorithm and explicit [`Options`].
     #[must_use]
     pub fn with_options(window: E::Window, options: Options) -> Self {
-        let policy = KeyPolicy::new(window, options);
+        let policy = KeyPolicy::new(window.clone(), options);
         Self {
             map: KeyMap::new(policy.hasher.clone(), policy.shards),
             tombstones: KeyMap::new(policy.hasher.clone(), policy.shards),
+            limits: LimitTable::new(window, &policy.hasher, policy.shards),
             policy,
             _keys: PhantomData,
         }
+    }
+
+    /// The limiter with per-key limits from `resolver`: `Some(limit)` gives a key its own
+    /// limit, `None` the default. Consulted when a key's state is created and after a limit
+    /// change, never on the hot path; [`crate::LimitControl::set_limit_for`] overrides it.
+    #[must_use]
+    pub fn with_limit_resolver(
+        mut self,
+        resolver: impl Fn(&K) -> Option<Limit> + Send + Sync + 'static,
+    ) -> Self {
+        self.limits
+            .set_resolver(std::sync::Arc::new(resolver) as LimitResolver<K>);
+        self
     }
 
     /// Runs `op` on the entry of `key` with the watermark it answers with, creating the entry
@@ -124,13 +178,71 @@ where
     /// The hot path, kept small so it inlines: one lookup, then `op` on the entry found.
     #[inline]
     fn with_entry<R>(&self, key: &K, now: u64, op: impl Fn(u64, &E) -> Result<R, Retired>) -> R {
-        match self
-            .map
-            .get_with(key, |entry| op(self.watermark_of(key, entry), entry))
-        {
+        let version = self.limits.version();
+        match self.map.get_with(key, |entry| {
+            if entry.limits_version() != version {
+                return Err(Miss::StaleLimit);
+            }
+            op(self.watermark_of(key, entry), entry).map_err(|Retired| Miss::Retired)
+        }) {
             Some(Ok(result)) => result,
-            _ => self.with_new_or_retired_entry(key, now, op),
+            Some(Err(Miss::Retired | Miss::StaleLimit)) | None => {
+                self.with_new_or_retired_entry(key, now, op)
+            }
         }
+    }
+
+    /// `Ok` if `entry`'s limit is the key's limit at limits version `version` (confirming
+    /// it when only the version moved); otherwise replaces the entry by one built from its
+    /// state under the key's current limit and answers `Err(Retired)`: look the key up
+    /// again.
+    #[inline]
+    fn ensure_current_limit(&self, key: &K, entry: &E, version: u64) -> Result<(), Retired> {
+        if entry.limits_version() == version {
+            return Ok(());
+        }
+        self.refresh_limit(key, entry)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refresh_limit(&self, key: &K, entry: &E) -> Result<(), Retired> {
+        let (version, window) = self.limits.resolve(key);
+        if entry.limit() == window.limit() {
+            entry.confirm_limits_version(version);
+            return Ok(());
+        }
+        self.replace_entry(key, entry, |state, watermark| {
+            E::from_state(&window, state, version, watermark)
+        });
+        Err(Retired)
+    }
+
+    /// Replaces `entry` (the entry of `key`, just found in the map) by `make(its state, its
+    /// watermark)`, through the removal handshake: retire it for good (no write lands in it
+    /// afterwards), then swap the new entry in by pointer identity. If someone else retired
+    /// it first (a sweeper, another replacement) nothing happens; the caller looks again.
+    fn replace_entry(&self, key: &K, entry: &E, make: impl Fn(&WindowState, u64) -> E) {
+        let watermark = self.watermark_of(key, entry);
+        if cfg!(slidelimit_loom_mutant = "swap_without_retire") {
+            // Deliberately broken for the loom negative control: copies the state without
+            // retiring the entry, so a write between the copy and the swap is lost.
+            if let Ok(state) = entry.export() {
+                self.map
+                    .replace_same(key, entry, || make(&state, watermark));
+            }
+            return;
+        }
+        let Some(state) = entry.retire_for_swap() else {
+            return;
+        };
+        let replaced = self
+            .map
+            .replace_same(key, entry, || make(&state, watermark));
+        debug_assert!(
+            replaced,
+            "a retired entry is unlinked or replaced only by its retirer"
+        );
     }
 
     /// [`Self::with_entry`] for a key with no entry, or whose entry was being retired.
@@ -144,10 +256,17 @@ where
     ) -> R {
         let mut inserted_any = false;
         let result = loop {
+            let version = self.limits.version();
             let (result, inserted) = self.map.get_or_insert_with(
                 key,
-                || E::new(&self.policy.window),
-                |entry| op(self.watermark_of(key, entry), entry),
+                || {
+                    let (version, window) = self.limits.resolve(key);
+                    E::new(&window, version)
+                },
+                |entry| {
+                    self.ensure_current_limit(key, entry, version)?;
+                    op(self.watermark_of(key, entry), entry)
+                },
             );
             inserted_any |= inserted;
             if let Ok(result) = result {
@@ -170,10 +289,11 @@ where
     #[inline]
     fn with_existing<R>(&self, key: &K, op: impl Fn(u64, &E) -> Result<R, Retired>) -> Option<R> {
         loop {
-            match self
-                .map
-                .get_with(key, |entry| op(self.watermark_of(key, entry), entry))
-            {
+            let version = self.limits.version();
+            match self.map.get_with(key, |entry| {
+                self.ensure_current_limit(key, entry, version)?;
+                op(self.watermark_of(key, entry), entry)
+            }) {
                 None => return None,
                 Some(Ok(result)) => return Some(result),
                 Some(Err(Retired)) => retry_hint(),
@@ -263,21 +383,21 @@ where
     }
 
     fn limit(&self) -> Limit {
-        self.policy.window.limit()
+        self.limits.default_window().limit()
     }
 
     // No clamp of `now` here: the windows clamp it (once each), and watermarks never exceed
     // MAX_TICK, so comparing the raw `now` with them gives the clamped answer.
     #[inline]
     fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
-        self.policy.window.check_weight(n)?;
+        self.limits.check_weight(&self.policy.window, n)?;
         self.with_entry(key, now, |_, entry| entry.hit_n(now, n));
         Ok(())
     }
 
     #[inline]
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
-        self.policy.window.check_weight(n)?;
+        self.limits.check_weight(&self.policy.window, n)?;
         let verdict = self.with_existing(key, |watermark, entry| {
             if now < watermark {
                 return Ok(false);
@@ -289,7 +409,7 @@ where
 
     #[inline]
     fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
-        self.policy.window.check_weight(n)?;
+        self.limits.check_weight(&self.policy.window, n)?;
         Ok(self.with_entry(key, now, |watermark, entry| {
             if now < watermark {
                 return Ok(false);
@@ -303,8 +423,11 @@ where
             Ok(self.policy.clamp_status(entry.status(now)?, watermark, now))
         })
         .unwrap_or_else(|| {
-            self.policy
-                .status_of_unknown_key(self.removal_watermark(key), now)
+            self.policy.status_of_unknown_key(
+                self.limits.resolve(key).1.limit(),
+                self.removal_watermark(key),
+                now,
+            )
         })
     }
 
@@ -315,5 +438,27 @@ where
 
     fn tracked_keys(&self) -> usize {
         self.map.len()
+    }
+}
+
+impl<K, E> crate::LimitControl<K> for ConcurrentKeys<K, E>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    E: KeyEntry,
+{
+    fn set_limit(&self, limit: Limit) {
+        self.limits.set_default(limit);
+    }
+
+    fn set_limit_for(&self, key: &K, limit: Limit) {
+        self.limits.set_override(key, limit);
+    }
+
+    fn clear_limit_for(&self, key: &K) -> bool {
+        self.limits.clear_override(key)
+    }
+
+    fn limit_for(&self, key: &K) -> Limit {
+        self.limits.resolve(key).1.limit()
     }
 }

@@ -68,13 +68,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         make: impl FnOnce() -> V,
         f: impl FnOnce(&V) -> R,
     ) -> (R, bool) {
-        let shard = self.shard_of(key).get_or_init(|| {
-            papaya::HashMap::builder()
-                .hasher(self.hasher.clone())
-                .shared_collector(std::sync::Arc::clone(&self.collector))
-                .resize_mode(papaya::ResizeMode::Blocking)
-                .build()
-        });
+        let shard = self.shard_or_create(key);
         let guard = shard.guard();
         match shard.try_insert_with(key.clone(), make, &guard) {
             Ok(entry) => {
@@ -108,6 +102,87 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         self.tracked
             .fetch_sub(removed, crate::sync::Ordering::Relaxed);
         removed
+    }
+
+    /// Puts `value` at `key`, replacing any entry there.
+    pub(crate) fn insert(&self, key: K, value: V) {
+        let shard = self.shard_or_create(&key);
+        let guard = shard.guard();
+        if shard.insert(key, value, &guard).is_none() {
+            // Relaxed: see get_or_insert_with.
+            self.tracked.fetch_add(1, crate::sync::Ordering::Relaxed);
+        }
+    }
+
+    /// Removes the entry of `key`, if any; says whether there was one.
+    pub(crate) fn remove(&self, key: &K) -> bool {
+        let Some(shard) = self.shard_of(key).get() else {
+            return false;
+        };
+        let guard = shard.guard();
+        let removed = shard.remove(key, &guard).is_some();
+        if removed {
+            // Relaxed: see get_or_insert_with.
+            self.tracked.fetch_sub(1, crate::sync::Ordering::Relaxed);
+        }
+        removed
+    }
+
+    /// Replaces the entry of `key` with `make()` if it is still the very entry `current`
+    /// (pointer identity); says whether it did. The caller holds `current` retired, so no
+    /// one else unlinks or replaces it meanwhile.
+    pub(crate) fn replace_same(&self, key: &K, current: &V, mut make: impl FnMut() -> V) -> bool {
+        let Some(shard) = self.shard_of(key).get() else {
+            return false;
+        };
+        let guard = shard.guard();
+        loop {
+            let mut fresh = Some(make());
+            let outcome = shard.compute(
+                key.clone(),
+                |entry| match entry {
+                    Some((_, found)) if std::ptr::eq(found, current) => match fresh.take() {
+                        Some(value) => papaya::Operation::Insert(value),
+                        // Called again after the value went into a failed attempt: build
+                        // another one (below).
+                        None => papaya::Operation::Abort(true),
+                    },
+                    _ => papaya::Operation::Abort(false),
+                },
+                &guard,
+            );
+            match outcome {
+                papaya::Compute::Updated { .. } => return true,
+                papaya::Compute::Aborted(true) => continue,
+                _ => return false,
+            }
+        }
+    }
+
+    /// Visits every entry of shard `shard`.
+    pub(crate) fn for_each_in_shard(&self, shard: usize, mut f: impl FnMut(&K, &V)) {
+        let Some(shard) = self.shards[shard].get() else {
+            return;
+        };
+        let guard = shard.guard();
+        for (key, entry) in shard.iter(&guard) {
+            f(key, entry);
+        }
+    }
+
+    /// The shard count.
+    pub(crate) fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    fn shard_or_create(&self, key: &K) -> &Shard<K, V> {
+        self.shard_of(key).get_or_init(|| {
+            papaya::HashMap::builder()
+                .hasher(self.hasher.clone())
+                .shared_collector(std::sync::Arc::clone(&self.collector))
+                .resize_mode(papaya::ResizeMode::Blocking)
+                .build()
+        })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -188,6 +263,45 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
             }
         }
         removed
+    }
+
+    pub(crate) fn insert(&self, key: K, value: V) {
+        self.inner
+            .write()
+            .unwrap()
+            .insert(key, crate::sync::Arc::new(value));
+    }
+
+    pub(crate) fn remove(&self, key: &K) -> bool {
+        self.inner.write().unwrap().remove(key).is_some()
+    }
+
+    pub(crate) fn replace_same(&self, key: &K, current: &V, mut make: impl FnMut() -> V) -> bool {
+        let mut map = self.inner.write().unwrap();
+        match map.get_mut(key) {
+            Some(found) if std::ptr::eq(&**found, current) => {
+                *found = crate::sync::Arc::new(make());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub(crate) fn for_each_in_shard(&self, _shard: usize, mut f: impl FnMut(&K, &V)) {
+        let snapshot: Vec<(K, crate::sync::Arc<V>)> = self
+            .inner
+            .read()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (key, entry) in snapshot {
+            f(&key, &entry);
+        }
+    }
+
+    pub(crate) fn shard_count(&self) -> usize {
+        1
     }
 
     pub(crate) fn len(&self) -> usize {

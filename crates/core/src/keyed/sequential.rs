@@ -6,13 +6,15 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::marker::PhantomData;
 
+use super::limits::{LimitResolver, LimitTable};
 use super::{KeyHasher, KeyPolicy, Options, SweepBounds};
 use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::{ring::ExactLog, SequentialWindow, Status, WeightError, Window, MAX_TICK};
 use crate::{Limit, RateLimiter};
 
-/// Each key's window and the removal watermark it was created with.
-type Shard<K, W> = HashMap<K, (<W as Window>::Sequential, u64), KeyHasher>;
+/// Each key's window, the removal watermark it was created with, and the limits version its
+/// limit is current for.
+type Shard<K, W> = HashMap<K, (<W as Window>::Sequential, u64, u64), KeyHasher>;
 
 /// Every key's sequential window, in shards by key hash (like the concurrent map, so that a
 /// table grows one shard at a time and the sweep steps match), with the shared key policy.
@@ -24,14 +26,35 @@ pub struct KeyedWindows<K, W: Window> {
     tombstones: Box<[HashMap<K, u64, KeyHasher>]>,
     tracked: usize,
     policy: KeyPolicy<W>,
+    limits: LimitTable<K, W>,
 }
 
-impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
+/// Brings a key's window to the key's limit at the current limits version, keeping its hits
+/// (see [`crate::window::state`]).
+fn refresh_limit<K, W>(
+    limits: &LimitTable<K, W>,
+    key: &K,
+    window: &mut W::Sequential,
+    limits_version: &mut u64,
+) where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    W: Window,
+{
+    let (version, current) = limits.resolve(key);
+    if window.limit() != current.limit() {
+        *window = current.sequential_from(&window.export());
+    }
+    *limits_version = version;
+}
+
+impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W> {
     /// An empty map.
     #[must_use]
     pub fn new(window: W, options: Options) -> Self {
-        let policy = KeyPolicy::new(window, options);
+        let policy = KeyPolicy::new(window.clone(), options);
+        let limits = LimitTable::new(window, &policy.hasher, policy.shards);
         Self {
+            limits,
             shards: (0..policy.shards)
                 .map(|_| HashMap::with_hasher(policy.hasher.clone()))
                 .collect(),
@@ -61,13 +84,18 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
         op: impl FnOnce(u64, &mut W::Sequential) -> R,
     ) -> R {
         let shard = self.policy.shard_of(key);
-        if let Some((window, watermark)) = self.shards[shard].get_mut(key) {
+        let version = self.limits.version();
+        if let Some((window, watermark, limits_version)) = self.shards[shard].get_mut(key) {
+            if *limits_version != version {
+                refresh_limit(&self.limits, key, window, limits_version);
+            }
             return op(*watermark, window);
         }
         let watermark = self.removal_watermark(shard, key);
-        let (window, watermark) = self.shards[shard]
+        let (version, current) = self.limits.resolve(key);
+        let (window, watermark, _) = self.shards[shard]
             .entry(key.clone())
-            .or_insert_with(|| (self.policy.window.new_sequential(), watermark));
+            .or_insert_with(|| (current.new_sequential(), watermark, version));
         let result = op(*watermark, window);
         self.tracked += 1;
         let (windows, tombstones, tracked) =
@@ -80,35 +108,64 @@ impl<K: Hash + Eq + Clone, W: Window> KeyedWindows<K, W> {
     }
 
     fn hit_n(&mut self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
-        self.policy.window.check_weight(n)?;
+        self.limits.check_weight(&self.policy.window, n)?;
         self.with_window(key, now, |_, window| window.hit_n(now, n));
         Ok(())
     }
 
     fn check_and_hit_n(&mut self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
-        self.policy.window.check_weight(n)?;
+        self.limits.check_weight(&self.policy.window, n)?;
         Ok(self.with_window(key, now, |watermark, window| {
             now >= watermark && window.check_and_hit_n(now, n)
         }))
     }
 
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
-        self.policy.window.check_weight(n)?;
+        self.limits.check_weight(&self.policy.window, n)?;
         Ok(match self.shard(key).get(key) {
-            Some((window, watermark)) => now >= *watermark && window.allowed_n(now, n),
+            Some((window, watermark, limits_version)) => {
+                now >= *watermark
+                    && self.with_current_limit(key, window, *limits_version, |window| {
+                        window.allowed_n(now, n)
+                    })
+            }
             None => now >= self.removal_watermark(self.policy.shard_of(key), key),
         })
     }
 
     fn status(&self, key: &K, now: u64) -> Status {
         match self.shard(key).get(key) {
-            Some((window, watermark)) => {
-                self.policy
-                    .clamp_status(window.status(now), *watermark, now)
+            Some((window, watermark, limits_version)) => {
+                let status = self
+                    .with_current_limit(key, window, *limits_version, |window| window.status(now));
+                self.policy.clamp_status(status, *watermark, now)
             }
-            None => self
-                .policy
-                .status_of_unknown_key(self.removal_watermark(self.policy.shard_of(key), key), now),
+            None => self.policy.status_of_unknown_key(
+                self.limits.resolve(key).1.limit(),
+                self.removal_watermark(self.policy.shard_of(key), key),
+                now,
+            ),
+        }
+    }
+
+    /// Runs a read-only `f` on `window` as the key's current limit sees it: the window itself
+    /// if its limit is current, else a converted copy (a read-only call cannot replace it;
+    /// the key's next write does).
+    fn with_current_limit<R>(
+        &self,
+        key: &K,
+        window: &W::Sequential,
+        limits_version: u64,
+        f: impl FnOnce(&W::Sequential) -> R,
+    ) -> R {
+        if limits_version == self.limits.version() {
+            return f(window);
+        }
+        let current = self.limits.resolve(key).1;
+        if window.limit() == current.limit() {
+            f(window)
+        } else {
+            f(&current.sequential_from(&window.export()))
         }
     }
 
@@ -132,7 +189,7 @@ fn sweep_shard<K: Hash + Eq + Clone, W: Window>(
 ) -> usize {
     tombstones.retain(|_, fresh_from| !bounds.drops_tombstone(*fresh_from));
     let before = windows.len();
-    windows.retain(|key, (window, _)| {
+    windows.retain(|key, (window, _, _)| {
         if !window.is_fresh_by(bounds.horizon()) {
             return true;
         }
@@ -164,7 +221,6 @@ pub trait StateLock<T>: Send + Sync {
 /// `slidelimit_rwlock::RwLockLimiter`.
 pub struct LockedKeys<K, W, L> {
     state: L,
-    limit: Limit,
     algorithm: &'static str,
     _state: PhantomData<fn(K, W)>,
 }
@@ -209,11 +265,23 @@ where
     #[must_use]
     pub fn with_options(window: W, options: Options) -> Self {
         Self {
-            limit: window.limit(),
             algorithm: window.algorithm(),
             state: L::new(KeyedWindows::new(window, options)),
             _state: PhantomData,
         }
+    }
+
+    /// The limiter with per-key limits from `resolver` (see
+    /// `ConcurrentKeys::with_limit_resolver`).
+    #[must_use]
+    pub fn with_limit_resolver(
+        self,
+        resolver: impl Fn(&K) -> Option<Limit> + Send + Sync + 'static,
+    ) -> Self {
+        let resolver = std::sync::Arc::new(resolver) as LimitResolver<K>;
+        self.state
+            .write(|state| state.limits.set_resolver(resolver));
+        self
     }
 }
 
@@ -232,7 +300,8 @@ where
     }
 
     fn limit(&self) -> Limit {
-        self.limit
+        self.state
+            .read(|state| state.limits.default_window().limit())
     }
 
     fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
@@ -262,5 +331,29 @@ where
 
     fn tracked_keys(&self) -> usize {
         self.state.read(|state| state.tracked)
+    }
+}
+
+impl<K, W, L> crate::LimitControl<K> for LockedKeys<K, W, L>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    W: Window,
+    L: StateLock<KeyedWindows<K, W>>,
+{
+    fn set_limit(&self, limit: Limit) {
+        self.state.write(|state| state.limits.set_default(limit));
+    }
+
+    fn set_limit_for(&self, key: &K, limit: Limit) {
+        self.state
+            .write(|state| state.limits.set_override(key, limit));
+    }
+
+    fn clear_limit_for(&self, key: &K) -> bool {
+        self.state.write(|state| state.limits.clear_override(key))
+    }
+
+    fn limit_for(&self, key: &K) -> Limit {
+        self.state.read(|state| state.limits.resolve(key).1.limit())
     }
 }

@@ -113,6 +113,7 @@
 
 mod algorithm;
 mod packed;
+mod state;
 mod storage;
 
 use std::fmt;
@@ -120,7 +121,7 @@ use std::fmt;
 pub use packed::MAX_TOTAL_WEIGHT;
 pub use storage::{AtomicBuckets, SequentialBuckets};
 
-use crate::window::{WeightError, Window, MAX_TICK};
+use crate::window::{WeightError, Window, WindowKind, WindowState, MAX_TICK};
 use crate::Limit;
 
 /// The most physical buckets (`B + 1 + L`) one window may have: 65,536, 512 KiB per key.
@@ -285,6 +286,7 @@ impl RollingBuckets {
 
     const fn geometry(&self) -> Geometry {
         Geometry {
+            window_ticks: self.limit.window_ticks(),
             bucket_ticks: self.bucket_ticks,
             physical: self.physical_buckets(),
             lateness: self.lateness,
@@ -321,11 +323,40 @@ impl Window for RollingBuckets {
     fn new_atomic(&self) -> AtomicBuckets {
         AtomicBuckets::new(*self)
     }
+
+    fn with_limit(&self, limit: Limit) -> Self {
+        // At least one bucket and at most one per tick; the lateness keeps the physical
+        // count at or below this window's, so no error is possible.
+        let buckets = self.buckets.min(limit.window_ticks());
+        match Self::new(limit, buckets).and_then(|window| window.lateness_buckets(self.lateness)) {
+            Ok(window) => window,
+            Err(error) => unreachable!("{error}: fewer buckets than a valid configuration"),
+        }
+    }
+
+    fn kind(&self) -> WindowKind {
+        WindowKind::RollingBuckets {
+            buckets: self.buckets,
+            lateness_buckets: self.lateness,
+        }
+    }
+
+    fn sequential_from(&self, state: &WindowState) -> SequentialBuckets {
+        let (word, cleaned, buckets) = state::words_from_state(self.geometry(), state);
+        SequentialBuckets::from_words(self.geometry(), word, cleaned, buckets)
+    }
+
+    fn atomic_from(&self, state: &WindowState) -> AtomicBuckets {
+        let (word, cleaned, buckets) = state::words_from_state(self.geometry(), state);
+        AtomicBuckets::from_words(self.geometry(), word, cleaned, &buckets)
+    }
 }
 
 /// What the algorithm needs of the configuration, copied into each key's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Geometry {
+    /// `W`, kept so that a key's state knows its limit.
+    window_ticks: u64,
     bucket_ticks: u64,
     /// `NB`.
     physical: u64,
@@ -335,6 +366,13 @@ struct Geometry {
 }
 
 impl Geometry {
+    fn limit(&self) -> Limit {
+        match Limit::new(self.max_requests, self.window_ticks) {
+            Ok(limit) => limit,
+            Err(error) => unreachable!("{error}: a geometry is built from a valid limit"),
+        }
+    }
+
     #[inline]
     fn epoch(&self, now: u64) -> u64 {
         now.min(MAX_TICK) / self.bucket_ticks

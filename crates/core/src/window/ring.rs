@@ -103,7 +103,7 @@ mod tests;
 pub use atomic::AtomicRing;
 pub use sequential::SequentialRing;
 
-use crate::window::{is_live, Retired, WeightError, Window};
+use crate::window::{is_live, Retired, WeightError, Window, WindowKind, WindowState};
 use crate::Limit;
 
 /// The exact sliding log: never more than `max_requests` hits in any window, answers exact
@@ -149,6 +149,28 @@ impl Window for ExactLog {
     fn new_atomic(&self) -> AtomicRing {
         AtomicRing::new(self.limit)
     }
+
+    fn with_limit(&self, limit: Limit) -> Self {
+        Self::new(limit)
+    }
+
+    fn kind(&self) -> WindowKind {
+        WindowKind::ExactLog
+    }
+
+    fn sequential_from(&self, state: &WindowState) -> SequentialRing {
+        SequentialRing::from_slot_values(self.limit, state.to_slot_values(capacity_of(self.limit)))
+    }
+
+    fn atomic_from(&self, state: &WindowState) -> AtomicRing {
+        AtomicRing::from_slot_values(self.limit, state.to_slot_values(capacity_of(self.limit)))
+    }
+}
+
+/// The limit of a ring of `capacity` slots over `window_ticks`: both were validated by the
+/// `Limit` the ring was built from.
+pub(super) fn limit_of(capacity: usize, window_ticks: u64) -> Limit {
+    Limit::new(capacity as u64, window_ticks).expect("a ring is built from a valid limit")
 }
 
 /// An empty slot.

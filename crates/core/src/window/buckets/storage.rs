@@ -7,9 +7,11 @@
 
 use super::algorithm::{allowed, check_and_hit, fresh_from, hit, snapshot, status, BucketCells};
 use super::packed::{is_sealed, low, SEALED};
+use super::state::export_words;
 use super::{Geometry, RollingBuckets};
-use crate::sync::{AtomicU64, Ordering};
-use crate::window::{never_sealed, AtomicWindow, Retired, SequentialWindow, Status};
+use crate::sync::{retry_hint, AtomicU64, Ordering};
+use crate::window::{never_sealed, AtomicWindow, Retired, SequentialWindow, Status, WindowState};
+use crate::Limit;
 
 /// The rolling-bucket window in plain integers, for use under a lock.
 #[derive(Clone, Debug)]
@@ -30,6 +32,22 @@ impl SequentialBuckets {
             word: 0,
             cleaned: 0,
             buckets: vec![0; geometry.physical as usize].into_boxed_slice(),
+        }
+    }
+}
+
+impl SequentialBuckets {
+    pub(super) fn from_words(
+        geometry: Geometry,
+        word: u64,
+        cleaned: u64,
+        buckets: Vec<u64>,
+    ) -> Self {
+        Self {
+            geometry,
+            word,
+            cleaned,
+            buckets: buckets.into_boxed_slice(),
         }
     }
 }
@@ -86,6 +104,12 @@ impl SequentialWindow for SequentialBuckets {
     fn status(&self, now: u64) -> Status {
         never_sealed(status(self, now))
     }
+    fn limit(&self) -> Limit {
+        self.geometry.limit()
+    }
+    fn export(&self) -> WindowState {
+        export_words(self.geometry, self.word, self.cleaned, &self.buckets)
+    }
     fn fresh_from(&self) -> u64 {
         fresh_from(self)
     }
@@ -122,6 +146,53 @@ impl AtomicBuckets {
             },
             geometry,
             buckets: (0..geometry.physical).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    pub(super) fn from_words(geometry: Geometry, word: u64, cleaned: u64, buckets: &[u64]) -> Self {
+        Self {
+            header: Header {
+                word: AtomicU64::new(word),
+                cleaned: AtomicU64::new(cleaned),
+            },
+            geometry,
+            buckets: buckets.iter().map(|&value| AtomicU64::new(value)).collect(),
+        }
+    }
+
+    /// Every word, `cleaned` first, then the head word, then the buckets.
+    fn collect(&self, into: &mut Vec<u64>) {
+        into.clear();
+        // Acquire (every load): pairs with the Release and AcqRel writes of these words, so
+        // the values read include the reservations and recycles behind them.
+        into.push(self.header.cleaned.load(Ordering::Acquire));
+        into.push(self.header.word.load(Ordering::Acquire));
+        into.extend(
+            self.buckets
+                .iter()
+                .map(|bucket| bucket.load(Ordering::Acquire)),
+        );
+    }
+
+    /// Collects every word until two collects in a row agree, and exports what they read.
+    /// Every word only moves forward (epochs and counts grow, `cleaned` grows; the total
+    /// falls only with a recycle, which changes a bucket's tag for good), so two equal
+    /// collects read one moment's state. With `sealed_by_caller`, the caller holds the
+    /// seal; otherwise a seal met means retired.
+    fn export_stable(&self, sealed_by_caller: bool) -> Result<WindowState, Retired> {
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        self.collect(&mut first);
+        loop {
+            if !sealed_by_caller && is_sealed(first[1]) {
+                return Err(Retired);
+            }
+            self.collect(&mut second);
+            if first == second {
+                let word = first[1] & !SEALED;
+                return Ok(export_words(self.geometry, word, first[0], &first[2..]));
+            }
+            std::mem::swap(&mut first, &mut second);
+            retry_hint();
         }
     }
 
@@ -231,6 +302,41 @@ impl AtomicWindow for AtomicBuckets {
     }
     fn status(&self, now: u64) -> Result<Status, Retired> {
         status(&self, now)
+    }
+    fn limit(&self) -> Limit {
+        self.geometry.limit()
+    }
+    fn export(&self) -> Result<WindowState, Retired> {
+        // Writers move the words on every admission; the collects settle between them
+        // (a hot key's writers rarely keep every one of a few words moving for long).
+        self.export_stable(false)
+    }
+    fn seal_for_swap(&self) -> Option<WindowState> {
+        // Acquire: pairs with the AcqRel CASes on the word, like every head load.
+        let mut word = self.header.word.load(Ordering::Acquire);
+        loop {
+            if is_sealed(word) {
+                return None;
+            }
+            // Success AcqRel: Acquire orders the seal after every reservation before it,
+            // Release publishes it to writers whose head CAS fails on it. Failure Acquire:
+            // the word found is judged like a fresh load.
+            match self.header.word.compare_exchange(
+                word,
+                word | SEALED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(found) => {
+                    word = found;
+                    retry_hint();
+                }
+            }
+        }
+        // Sealed for good: no reservation or advance can start; records and recycles in
+        // flight finish, and the collects settle once they have.
+        self.export_stable(true).ok()
     }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         // A look first: most windows a sweep visits are live, and this changes nothing.

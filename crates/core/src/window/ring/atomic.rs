@@ -6,9 +6,9 @@ mod resort;
 mod seal;
 
 use super::algorithm::{allowed, check_and_hit, fresh_from_newest, hit, status};
-use super::{capacity_of, slot_is_live, RingCells, EMPTY, SEALED};
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
-use crate::window::{AtomicWindow, Retired, Status};
+use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY, SEALED};
+use crate::sync::{retry_hint, AtomicU32, AtomicU64, Ordering};
+use crate::window::{AtomicWindow, Retired, Status, WindowState};
 use crate::Limit;
 
 /// The exact log in atomics: admissions are CASes on slots, never a lock.
@@ -60,6 +60,50 @@ impl AtomicRing {
             #[cfg(all(debug_assertions, not(slidelimit_loom)))]
             resorts: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// A ring for `limit` holding `values` (slot values, as many as the limit's requests).
+    pub(super) fn from_slot_values(limit: Limit, values: Vec<u64>) -> Self {
+        debug_assert_eq!(values.len(), capacity_of(limit));
+        let ring = Self::new(limit);
+        for (slot, value) in ring.slots().iter().zip(values) {
+            // Relaxed: the ring is not shared yet; publishing it (the map insert) orders this.
+            slot.store(value, Ordering::Relaxed);
+        }
+        ring
+    }
+
+    /// Reads every slot twice, with the re-sort generation before and after; the values if
+    /// the two reads agree and no re-sort ran (then every slot held its value at the moment
+    /// between the two reads: slot values only grow, outside a re-sort, so a slot that reads
+    /// the same twice was not written in between). `Err(Retired)` on a sweeper's or a
+    /// replacement's seal; `Ok(None)` when writers or a re-sort moved something.
+    fn double_collect(&self) -> Result<Option<Vec<u64>>, Retired> {
+        // Acquire: pairs with the re-sort's Release bumps (see resort.rs).
+        let before = self.resort_generation.load(Ordering::Acquire);
+        if before % 2 == 1 {
+            return Ok(None);
+        }
+        // Acquire: pairs with the writers' AcqRel CASes, so each value read includes the hit
+        // behind it.
+        let first: Vec<u64> = self
+            .slots()
+            .iter()
+            .map(|slot| slot.load(Ordering::Acquire))
+            .collect();
+        if let Some(index) = first.iter().position(|&value| value == SEALED) {
+            self.settle_seal(index)?;
+            return Ok(None);
+        }
+        let same = self
+            .slots()
+            .iter()
+            .zip(&first)
+            // Acquire: as above.
+            .all(|(slot, &value)| slot.load(Ordering::Acquire) == value);
+        // Acquire: as above.
+        let after = self.resort_generation.load(Ordering::Acquire);
+        Ok((same && after == before).then_some(first))
     }
 
     /// The slots, without the displacement word after them.
@@ -263,6 +307,35 @@ impl AtomicWindow for AtomicRing {
     }
     fn status(&self, now: u64) -> Result<Status, Retired> {
         status(&AtomicCells::of(self), now)
+    }
+    fn limit(&self) -> Limit {
+        limit_of(self.slots().len(), self.window_ticks)
+    }
+    fn export(&self) -> Result<WindowState, Retired> {
+        /// Double collects tried before holding writers off with a re-sort's seal.
+        const OPTIMISTIC_ATTEMPTS: usize = 4;
+        let mut attempts = 0;
+        loop {
+            if attempts < OPTIMISTIC_ATTEMPTS {
+                attempts += 1;
+                if let Some(values) = self.double_collect()? {
+                    return Ok(WindowState::from_slot_values(values));
+                }
+            } else if let Some(values) = self.resort_capturing() {
+                // Every slot was sealed while the values were taken: one moment's content.
+                return Ok(WindowState::from_slot_values(values));
+            } else if let Some(index) = self.slots().iter().position(|slot| {
+                // Acquire: pairs with the seal CASes; see settle_seal.
+                slot.load(Ordering::Acquire) == SEALED
+            }) {
+                // The re-sort gave up on a seal: a sweeper's or a replacement's means retired.
+                self.settle_seal(index)?;
+            }
+            retry_hint();
+        }
+    }
+    fn seal_for_swap(&self) -> Option<WindowState> {
+        self.seal_all().map(WindowState::from_slot_values)
     }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         // A look at the slot written last first: most entries a sweep visits are live, and

@@ -1,8 +1,8 @@
 //! The exact log in plain integers, for use under a lock.
 
 use super::algorithm::{allowed, check_and_hit, fresh_from_newest, hit, is_fresh_by, status};
-use super::{capacity_of, slot_is_live, RingCells, EMPTY};
-use crate::window::{never_sealed, Retired, SequentialWindow, Status};
+use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY};
+use crate::window::{never_sealed, Retired, SequentialWindow, Status, WindowState};
 use crate::Limit;
 
 /// The exact log in plain integers, for use under a lock.
@@ -36,6 +36,15 @@ impl SequentialRing {
             descent_index_sum: 0,
             displacement: 0,
         }
+    }
+
+    /// A ring for `limit` holding `values` (slot values, as many as the limit's requests).
+    pub(super) fn from_slot_values(limit: Limit, values: Vec<u64>) -> Self {
+        debug_assert_eq!(values.len(), capacity_of(limit));
+        let mut ring = Self::new(limit);
+        ring.slots = values.into_boxed_slice();
+        ring.recount_descents();
+        ring
     }
 
     /// The index after `index`, around the ring.
@@ -173,6 +182,12 @@ impl SequentialWindow for SequentialRing {
     }
     fn status(&self, now: u64) -> Status {
         never_sealed(status(self, now))
+    }
+    fn limit(&self) -> Limit {
+        limit_of(self.slots.len(), self.window_ticks)
+    }
+    fn export(&self) -> WindowState {
+        WindowState::from_slot_values(self.slots.iter().copied())
     }
     fn fresh_from(&self) -> u64 {
         let newest = match self.known_order() {

@@ -43,10 +43,16 @@ impl AtomicRing {
     /// Re-sorts the ring (see the module docs). False when it gave up: another re-sort was
     /// under way, or a sweeper's seal holds a slot.
     pub(super) fn resort(&self) -> bool {
+        self.resort_capturing().is_some()
+    }
+
+    /// [`Self::resort`], returning the values it held sealed: the ring's content at one
+    /// moment (no admission runs while every slot is sealed). `None` when it gave up.
+    pub(super) fn resort_capturing(&self) -> Option<Vec<u64>> {
         // Relaxed: only to pick the value to CAS from; the CAS below decides.
         let generation = self.resort_generation.load(Ordering::Relaxed);
         if generation % 2 == 1 {
-            return false;
+            return None;
         }
         // Success Acquire: pairs with the Release bump that ended the previous re-sort, so this
         // one starts from its write-backs. Failure Relaxed: another re-sort claimed it; give
@@ -61,7 +67,7 @@ impl AtomicRing {
             )
             .is_err()
         {
-            return false;
+            return None;
         }
         let slots = self.slots();
         let mut values = Vec::with_capacity(slots.len());
@@ -76,7 +82,7 @@ impl AtomicRing {
                 slot.store(value, Ordering::Relaxed);
             }
             self.end_resort(generation);
-            return true;
+            return Some(values);
         }
         for slot in slots {
             // Acquire: pairs with the writers' AcqRel CASes, so the value sealed below
@@ -91,7 +97,7 @@ impl AtomicRing {
                         slot.store(value, Ordering::Release);
                     }
                     self.end_resort(generation);
-                    return false;
+                    return None;
                 }
                 // Success AcqRel: Acquire orders the seal after the value it takes (and the
                 // hit behind it); Release publishes the seal, and the claim before it, to the
@@ -122,7 +128,7 @@ impl AtomicRing {
         // Relaxed: a statistic.
         self.resorts
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        true
+        Some(values)
     }
 
     /// Ends the re-sort claimed from even `generation`.

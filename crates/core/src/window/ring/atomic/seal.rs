@@ -9,14 +9,36 @@ impl AtomicRing {
     /// Seals every slot (see the module docs) if every hit is expired for `horizon`; returns
     /// the newest slot value sealed, or `None` after restoring what it had sealed.
     pub(super) fn seal(&self, horizon: u64) -> Option<u64> {
+        let sealed = self.seal_slots(Some(horizon))?;
+        Some(
+            (0..sealed.len)
+                .map(|index| sealed.get(index))
+                .max()
+                .unwrap_or(EMPTY),
+        )
+    }
+
+    /// Seals every slot whatever it holds, for good (a replacement of the ring), and returns
+    /// the values sealed; `None` (after restoring what it had sealed) if another seal holds a
+    /// slot: a sweeper's, a re-sort's or another replacement's.
+    pub(super) fn seal_all(&self) -> Option<Vec<u64>> {
+        let sealed = self.seal_slots(None)?;
+        Some((0..sealed.len).map(|index| sealed.get(index)).collect())
+    }
+
+    /// Seals every slot, in index order; with a `horizon`, only while every value is expired
+    /// for it. `None` after giving back what was sealed.
+    fn seal_slots(&self, horizon: Option<u64>) -> Option<SealedValues> {
         let mut sealed = SealedValues::new();
-        let mut newest = EMPTY;
         for slot in self.slots() {
             // Acquire: pairs with the writers' AcqRel CASes, so the value judged below
             // includes every hit written before it.
             let mut value = slot.load(Ordering::Acquire);
             loop {
-                if value == SEALED || slot_is_live(value, self.window_ticks, horizon) {
+                if value == SEALED
+                    || horizon
+                        .is_some_and(|horizon| slot_is_live(value, self.window_ticks, horizon))
+                {
                     // Live after all (a write slipped in after the look), or another
                     // sweeper holds the seal: give back what was sealed.
                     self.restore(&sealed);
@@ -41,9 +63,8 @@ impl AtomicRing {
                 }
             }
             sealed.push(value);
-            newest = newest.max(value);
         }
-        Some(newest)
+        Some(sealed)
     }
 
     /// Puts back the values a failed seal took from the first slots, last first, so that a

@@ -1,0 +1,66 @@
+//! The rolling buckets' words to and from a [`WindowState`] (see [`crate::window::state`] for
+//! why every conversion is conservative).
+
+use super::packed::{decode, low, pack, MAX_TOTAL_WEIGHT};
+use super::Geometry;
+use crate::window::{WindowState, MAX_TICK};
+
+/// The last tick of epoch `epoch`: the latest tick any weight in its bucket can have.
+fn last_tick(geometry: Geometry, epoch: u64) -> u64 {
+    epoch
+        .saturating_mul(geometry.bucket_ticks)
+        .saturating_add(geometry.bucket_ticks - 1)
+        .min(MAX_TICK)
+}
+
+/// The content of a window whose head word, `cleaned` epoch and bucket words were read at one
+/// moment: each retained bucket's weight at its last tick, and weight reserved but not yet
+/// recorded (or cleared but not yet subtracted) at the head's last tick.
+pub(super) fn export_words(
+    geometry: Geometry,
+    word: u64,
+    cleaned: u64,
+    buckets: &[u64],
+) -> WindowState {
+    let head = decode(word, cleaned, geometry.physical);
+    let mut recorded = 0u64;
+    let mut usage = Vec::with_capacity(buckets.len() + 1);
+    for &value in buckets {
+        let count = low(value);
+        recorded += count;
+        let tag = decode(value, cleaned, geometry.physical).min(head);
+        if count > 0 && !geometry.expired(tag, head) {
+            usage.push((last_tick(geometry, tag), count));
+        }
+    }
+    let in_flight = low(word).saturating_sub(recorded);
+    if in_flight > 0 {
+        usage.push((last_tick(geometry, head), in_flight));
+    }
+    WindowState::from_unordered(usage).with_newest_tick(last_tick(geometry, head))
+}
+
+/// The words of a window holding `state`: `(head word, cleaned, buckets)`, recycling complete
+/// for the head (`cleaned` = head), each retained epoch's bucket tagged with it. The weight
+/// retained is capped at [`MAX_TOTAL_WEIGHT`], as `hit` caps it.
+pub(super) fn words_from_state(geometry: Geometry, state: &WindowState) -> (u64, u64, Vec<u64>) {
+    let head = geometry.epoch(state.newest_tick());
+    let physical = geometry.physical as usize;
+    let mut counts = vec![0u64; physical];
+    let mut total = 0u64;
+    for &(tick, weight) in state.usage() {
+        let epoch = geometry.epoch(tick).min(head);
+        if geometry.expired(epoch, head) {
+            continue;
+        }
+        let weight = weight.min(MAX_TOTAL_WEIGHT - total);
+        counts[geometry.slot(epoch)] += weight;
+        total += weight;
+    }
+    let mut buckets = vec![0u64; physical];
+    for epoch in head.saturating_sub(geometry.physical - 1)..=head {
+        let slot = geometry.slot(epoch);
+        buckets[slot] = pack(epoch, counts[slot]);
+    }
+    (pack(head, total), head, buckets)
+}
