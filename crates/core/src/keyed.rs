@@ -211,19 +211,19 @@ pub struct Tombstone {
 }
 
 impl Tombstone {
-    fn new(fresh_from: u64) -> Self {
+    pub(crate) fn new(fresh_from: u64) -> Self {
         Self {
             fresh_from: AtomicU64::new(fresh_from),
         }
     }
 
-    fn fresh_from(&self) -> u64 {
+    pub(crate) fn fresh_from(&self) -> u64 {
         // Acquire: pairs with the AcqRel fetch_max in `raise`, run before the unlink of the
         // entry it stands for.
         self.fresh_from.load(Ordering::Acquire)
     }
 
-    fn raise(&self, fresh_from: u64) {
+    pub(crate) fn raise(&self, fresh_from: u64) {
         // AcqRel: see `fresh_from`; fetch_max keeps the highest of two sweeps' values.
         self.fresh_from.fetch_max(fresh_from, Ordering::AcqRel);
     }

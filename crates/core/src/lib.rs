@@ -50,6 +50,7 @@ mod limit;
 mod limiter;
 mod lockfree;
 pub mod pool;
+pub mod snapshot;
 mod sync;
 pub mod window;
 
@@ -62,6 +63,7 @@ pub use limit::{Limit, LimitError, MAX_REQUESTS};
 pub use limiter::{LimitControl, RateLimiter};
 pub use lockfree::{AtomicEntry, LockFreeLimiter};
 pub use pool::{KeyPool, PoolError, PoolMode, PoolStatus, Refusal};
+pub use snapshot::{Conversion, Restored, SavedState, Snapshot, SnapshotError};
 pub use window::buckets::{
     AtomicBuckets, BucketError, RollingBuckets, SequentialBuckets, MAX_PHYSICAL_BUCKETS,
     MAX_TOTAL_WEIGHT,

@@ -79,6 +79,22 @@ where
     fn check_and_hit_now(&self, key: &K, clock: &dyn Clock) -> bool {
         self.check_and_hit(key, clock.now_ticks())
     }
+
+    /// [`RateLimiter::check_and_hit`] for a request stamped `stamped` by its sender, capped
+    /// at the clock's current tick: a request stamped in the future (a sender's clock ahead
+    /// of ours) counts as made now, so it cannot hold its slot beyond a window from now, nor
+    /// be judged against a window that has not happened yet. A request stamped in the past
+    /// keeps its stamp (it may be refused as late; see the removal watermarks).
+    #[must_use]
+    fn check_and_hit_stamped(&self, key: &K, stamped: u64, clock: &dyn Clock) -> bool {
+        self.check_and_hit(key, stamped.min(clock.now_ticks()))
+    }
+
+    /// [`RateLimiter::hit`] for a request stamped `stamped`, capped at the clock's current
+    /// tick (see [`RateLimiter::check_and_hit_stamped`]).
+    fn hit_stamped(&self, key: &K, stamped: u64, clock: &dyn Clock) {
+        self.hit(key, stamped.min(clock.now_ticks()));
+    }
 }
 
 /// Limits that change at run time: a default limit to set while other threads decide, and

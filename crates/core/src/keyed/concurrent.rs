@@ -11,6 +11,10 @@ use std::marker::PhantomData;
 use super::limits::{LimitResolver, LimitTable};
 use super::map::KeyMap;
 use super::{EntryWatermark, KeyPolicy, Options, SweepBounds};
+use crate::snapshot::{
+    group_usage, saved_key, Conversion, Restored, SavedWindow, Snapshot, SnapshotError,
+    SNAPSHOT_FORMAT,
+};
 use crate::sync::retry_hint;
 use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::{ring::ExactLog, Retired, Status, WeightError, Window, WindowState};
@@ -222,19 +226,18 @@ where
     /// watermark)`, through the removal handshake: retire it for good (no write lands in it
     /// afterwards), then swap the new entry in by pointer identity. If someone else retired
     /// it first (a sweeper, another replacement) nothing happens; the caller looks again.
-    fn replace_entry(&self, key: &K, entry: &E, make: impl Fn(&WindowState, u64) -> E) {
+    fn replace_entry(&self, key: &K, entry: &E, make: impl Fn(&WindowState, u64) -> E) -> bool {
         let watermark = self.watermark_of(key, entry);
         if cfg!(slidelimit_loom_mutant = "swap_without_retire") {
             // Deliberately broken for the loom negative control: copies the state without
             // retiring the entry, so a write between the copy and the swap is lost.
-            if let Ok(state) = entry.export() {
+            return entry.export().is_ok_and(|state| {
                 self.map
-                    .replace_same(key, entry, || make(&state, watermark));
-            }
-            return;
+                    .replace_same(key, entry, || make(&state, watermark))
+            });
         }
         let Some(state) = entry.retire_for_swap() else {
-            return;
+            return false;
         };
         let replaced = self
             .map
@@ -243,6 +246,28 @@ where
             replaced,
             "a retired entry is unlinked or replaced only by its retirer"
         );
+        replaced
+    }
+
+    /// Gives `key` the state `state` under its current limit, with removal watermark
+    /// `watermark`: a new entry, or one that replaces the key's entry through
+    /// [`Self::replace_entry`].
+    fn install(&self, key: &K, state: &WindowState, watermark: u64) {
+        loop {
+            let (version, window) = self.limits.resolve(key);
+            let make = || E::from_state(&window, state, version, watermark);
+            let done = match self
+                .map
+                .get_with(key, |entry| self.replace_entry(key, entry, |_, _| make()))
+            {
+                Some(replaced) => replaced,
+                None => self.map.get_or_insert_with(key, make, |_| ()).1,
+            };
+            if done {
+                return;
+            }
+            retry_hint();
+        }
     }
 
     /// [`Self::with_entry`] for a key with no entry, or whose entry was being retired.
@@ -460,5 +485,99 @@ where
 
     fn limit_for(&self, key: &K) -> Limit {
         self.limits.resolve(key).1.limit()
+    }
+}
+
+impl<K, E> crate::SavedState<K> for ConcurrentKeys<K, E>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    E: KeyEntry,
+{
+    fn snapshot(&self, now: u64) -> Snapshot<K> {
+        let mut keys = Vec::with_capacity(self.map.len());
+        let mut tombstones = Vec::new();
+        for shard in 0..self.map.shard_count() {
+            self.map.for_each_in_shard(shard, |key, _| {
+                // Through the lookup: an entry retired meanwhile is looked up again, a stale
+                // limit brought up to date first.
+                let saved = self.with_existing(key, |watermark, entry| {
+                    let state = entry.export()?;
+                    Ok(saved_key(key.clone(), entry.limit(), watermark, &state))
+                });
+                keys.extend(saved);
+            });
+            self.tombstones.for_each_in_shard(shard, |key, tombstone| {
+                tombstones.push((key.clone(), tombstone.fresh_from()));
+            });
+        }
+        let default = self.limits.default_window();
+        Snapshot {
+            format: SNAPSHOT_FORMAT,
+            window: default.kind().into(),
+            default_limit: (
+                default.limit().max_requests(),
+                default.limit().window_ticks(),
+            ),
+            taken_at: now,
+            removal_floor: self.policy.floor(),
+            keys,
+            tombstones,
+        }
+    }
+
+    fn restore(
+        &self,
+        snapshot: &Snapshot<K>,
+        now: u64,
+        conversion: Conversion,
+    ) -> Result<Restored, SnapshotError> {
+        let states = snapshot.validated(now)?;
+        let default = self.limits.default_window();
+        let limiter_shape = (
+            SavedWindow::from(default.kind()),
+            (
+                default.limit().max_requests(),
+                default.limit().window_ticks(),
+            ),
+        );
+        if conversion == Conversion::Exact && snapshot.shape() != limiter_shape {
+            return Err(SnapshotError::Mismatch {
+                snapshot: snapshot.shape(),
+                limiter: limiter_shape,
+            });
+        }
+        let now = now.min(crate::window::MAX_TICK);
+        self.policy.floor.raise_to(snapshot.removal_floor.min(now));
+        for (key, fresh_from) in &snapshot.tombstones {
+            let fresh_from = (*fresh_from).min(now);
+            self.tombstones.get_or_insert_with(
+                key,
+                || super::Tombstone::new(fresh_from),
+                |tombstone| tombstone.raise(fresh_from),
+            );
+        }
+        for (key, state, watermark) in &states {
+            let watermark = (*watermark).max(self.policy.floor());
+            self.install(key, state, watermark);
+        }
+        Ok(Restored {
+            keys: states.len(),
+            tombstones: snapshot.tombstones.len(),
+        })
+    }
+
+    fn import_usage(
+        &self,
+        records: &mut dyn Iterator<Item = (K, u64, u64)>,
+        now: u64,
+    ) -> Result<Restored, SnapshotError> {
+        let grouped = group_usage(records, now);
+        for (key, state) in &grouped {
+            self.install(key, state, self.removal_watermark(key));
+        }
+        Ok(Restored {
+            keys: grouped.len(),
+            tombstones: 0,
+        })
     }
 }

@@ -71,6 +71,12 @@ impl RemovalFloor {
             .unwrap_or(UNOBSERVED)
     }
 
+    /// Raises the floor to at least `floor` (a restored snapshot's).
+    pub(crate) fn raise_to(&self, floor: u64) {
+        // AcqRel: as in raise_for_sweep; fetch_max keeps the floor monotone.
+        self.floor.fetch_max(floor.min(MAX_TICK), Ordering::AcqRel);
+    }
+
     /// Raises the floor for a sweep at `now` to `min(now, observed time) - lateness_ticks`
     /// and returns the floor now in force: the sweep may remove a key whose state is fresh
     /// from a tick at or below it.

@@ -8,7 +8,12 @@ use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
 use super::{KeyHasher, KeyPolicy, Options, SweepBounds};
+use crate::snapshot::{
+    group_usage, saved_key, Conversion, Restored, SavedWindow, Snapshot, SnapshotError,
+    SNAPSHOT_FORMAT,
+};
 use crate::window::buckets::{BucketError, RollingBuckets};
+use crate::window::WindowState;
 use crate::window::{ring::ExactLog, SequentialWindow, Status, WeightError, Window, MAX_TICK};
 use crate::{Limit, RateLimiter};
 
@@ -355,5 +360,130 @@ where
 
     fn limit_for(&self, key: &K) -> Limit {
         self.state.read(|state| state.limits.resolve(key).1.limit())
+    }
+}
+
+impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W> {
+    fn snapshot(&self, now: u64) -> Snapshot<K> {
+        let mut keys = Vec::with_capacity(self.tracked);
+        for shard in self.shards.iter() {
+            for (key, (window, watermark, limits_version)) in shard {
+                let state = self.with_current_limit(key, window, *limits_version, |window| {
+                    (window.limit(), window.export())
+                });
+                keys.push(saved_key(key.clone(), state.0, *watermark, &state.1));
+            }
+        }
+        let tombstones = self
+            .tombstones
+            .iter()
+            .flat_map(|shard| shard.iter().map(|(key, f)| (key.clone(), *f)))
+            .collect();
+        let default = self.limits.default_window();
+        Snapshot {
+            format: SNAPSHOT_FORMAT,
+            window: default.kind().into(),
+            default_limit: (
+                default.limit().max_requests(),
+                default.limit().window_ticks(),
+            ),
+            taken_at: now,
+            removal_floor: self.policy.floor(),
+            keys,
+            tombstones,
+        }
+    }
+
+    /// Gives `key` the state `state` under its current limit, with watermark `watermark`.
+    fn install(&mut self, key: &K, state: &WindowState, watermark: u64) {
+        let (version, current) = self.limits.resolve(key);
+        let shard = self.policy.shard_of(key);
+        let entry = (current.sequential_from(state), watermark, version);
+        if self.shards[shard].insert(key.clone(), entry).is_none() {
+            self.tracked += 1;
+        }
+    }
+
+    fn restore(
+        &mut self,
+        snapshot: &Snapshot<K>,
+        now: u64,
+        conversion: Conversion,
+    ) -> Result<Restored, SnapshotError> {
+        let states = snapshot.validated(now)?;
+        let default = self.limits.default_window();
+        let limiter_shape = (
+            SavedWindow::from(default.kind()),
+            (
+                default.limit().max_requests(),
+                default.limit().window_ticks(),
+            ),
+        );
+        if conversion == Conversion::Exact && snapshot.shape() != limiter_shape {
+            return Err(SnapshotError::Mismatch {
+                snapshot: snapshot.shape(),
+                limiter: limiter_shape,
+            });
+        }
+        let now = now.min(MAX_TICK);
+        self.policy.floor.raise_to(snapshot.removal_floor.min(now));
+        for (key, fresh_from) in &snapshot.tombstones {
+            let shard = self.policy.shard_of(key);
+            let tombstone = self.tombstones[shard].entry(key.clone()).or_insert(0);
+            *tombstone = (*tombstone).max((*fresh_from).min(now));
+        }
+        for (key, state, watermark) in &states {
+            let watermark = (*watermark).max(self.policy.floor());
+            self.install(key, state, watermark);
+        }
+        Ok(Restored {
+            keys: states.len(),
+            tombstones: snapshot.tombstones.len(),
+        })
+    }
+
+    fn import_usage(
+        &mut self,
+        records: &mut dyn Iterator<Item = (K, u64, u64)>,
+        now: u64,
+    ) -> Restored {
+        let grouped = group_usage(records, now);
+        for (key, state) in &grouped {
+            let watermark = self.removal_watermark(self.policy.shard_of(key), key);
+            self.install(key, state, watermark);
+        }
+        Restored {
+            keys: grouped.len(),
+            tombstones: 0,
+        }
+    }
+}
+
+impl<K, W, L> crate::SavedState<K> for LockedKeys<K, W, L>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    W: Window,
+    L: StateLock<KeyedWindows<K, W>>,
+{
+    fn snapshot(&self, now: u64) -> Snapshot<K> {
+        self.state.read(|state| state.snapshot(now))
+    }
+
+    fn restore(
+        &self,
+        snapshot: &Snapshot<K>,
+        now: u64,
+        conversion: Conversion,
+    ) -> Result<Restored, SnapshotError> {
+        self.state
+            .write(|state| state.restore(snapshot, now, conversion))
+    }
+
+    fn import_usage(
+        &self,
+        records: &mut dyn Iterator<Item = (K, u64, u64)>,
+        now: u64,
+    ) -> Result<Restored, SnapshotError> {
+        Ok(self.state.write(|state| state.import_usage(records, now)))
     }
 }

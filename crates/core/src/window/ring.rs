@@ -159,11 +159,13 @@ impl Window for ExactLog {
     }
 
     fn sequential_from(&self, state: &WindowState) -> SequentialRing {
-        SequentialRing::from_slot_values(self.limit, state.to_slot_values(capacity_of(self.limit)))
+        let (values, carried) = state.to_slot_values(capacity_of(self.limit));
+        SequentialRing::from_slot_values(self.limit, values, carried)
     }
 
     fn atomic_from(&self, state: &WindowState) -> AtomicRing {
-        AtomicRing::from_slot_values(self.limit, state.to_slot_values(capacity_of(self.limit)))
+        let (values, carried) = state.to_slot_values(capacity_of(self.limit));
+        AtomicRing::from_slot_values(self.limit, values, carried)
     }
 }
 

@@ -13,10 +13,11 @@
 //! Moving a hit to a later tick makes it count for at least as long as before (a hit at `s`
 //! counts for every call before `s + W`), so every conversion here only keeps hits, moves them
 //! later, or drops hits that no call the window can still admit would count:
-//! - into the exact log of `N` slots: the `N` newest hits, in slot order; an older hit can never
-//!   decide an admission, because an admission needs one of the `N` newest to have expired and
-//!   every older hit expired before it (the design's ring argument, see
-//!   [`crate::window::ring`]);
+//! - into the exact log of `N` slots: the `N` newest hits, in slot order; an older hit can
+//!   decide no admission under `N`, because an admission needs one of the `N` newest to have
+//!   expired and every older hit expired before it (the design's ring argument, see
+//!   [`crate::window::ring`]); the older hits are *carried* beside the ring, all at the newest
+//!   of their ticks, so that a later conversion (a raise) counts them again;
 //! - into rolling buckets: each hit's weight goes to the bucket of its tick, the head to the
 //!   bucket of `newest_tick`; a bucket the head has passed by `B + 1 + L` is dropped, as the
 //!   algorithm itself would drop it.
@@ -187,15 +188,22 @@ impl WindowState {
         self
     }
 
-    /// Builds a state from the exact log's slot values (`tick + 1`, 0 empty), any order.
-    pub(crate) fn from_slot_values(values: impl IntoIterator<Item = u64>) -> Self {
+    /// Builds a state from the exact log's slot values (`tick + 1`, 0 empty), any order, and
+    /// the hits it carries (see [`Carried`]).
+    pub(crate) fn from_slot_values(
+        values: impl IntoIterator<Item = u64>,
+        carried: Carried,
+    ) -> Self {
         let mut ticks: Vec<u64> = values
             .into_iter()
             .filter(|&v| v != 0)
             .map(|v| v - 1)
             .collect();
         ticks.sort_unstable();
-        let mut usage: Vec<(u64, u64)> = Vec::with_capacity(ticks.len());
+        let mut usage: Vec<(u64, u64)> = Vec::with_capacity(ticks.len() + 1);
+        if carried.count > 0 {
+            usage.push((carried.tick, carried.count));
+        }
         for tick in ticks {
             match usage.last_mut() {
                 Some(last) if last.0 == tick => last.1 += 1,
@@ -207,34 +215,67 @@ impl WindowState {
     }
 
     /// The `capacity` newest hits as the exact log's slot values (`tick + 1`), ascending,
-    /// preceded by empty slots: a ring in time order from slot 0.
-    pub(crate) fn to_slot_values(&self, capacity: usize) -> Vec<u64> {
+    /// preceded by empty slots (a ring in time order from slot 0), and the older hits that do
+    /// not fit, as [`Carried`] hits.
+    pub(crate) fn to_slot_values(&self, capacity: usize) -> (Vec<u64>, Carried) {
         let mut newest: Vec<u64> = Vec::with_capacity(capacity);
-        'fill: for &(tick, weight) in self.usage.iter().rev() {
-            for _ in 0..weight {
-                if newest.len() == capacity {
-                    break 'fill;
+        let mut carried = Carried::NONE;
+        for &(tick, weight) in self.usage.iter().rev() {
+            let room = (capacity - newest.len()) as u64;
+            let kept = weight.min(room);
+            newest.extend((0..kept).map(|_| tick + 1));
+            if kept < weight {
+                if carried.count == 0 {
+                    carried.tick = tick;
                 }
-                newest.push(tick + 1);
+                carried.count = carried.count.saturating_add(weight - kept);
             }
         }
         let mut values = vec![0; capacity - newest.len()];
         values.extend(newest.iter().rev());
-        values
+        (values, carried)
     }
+}
+
+/// Hits an exact log no longer has slots for, after its limit was lowered: their number and
+/// the newest of their ticks. They can decide no admission under the lowered limit (each is
+/// older than every hit in the ring), but a later raise must count them again while they may
+/// be live, so the ring keeps them and exports them, all at the newest of their ticks (later,
+/// never earlier).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Carried {
+    /// The newest tick among them.
+    pub(crate) tick: u64,
+    /// How many.
+    pub(crate) count: u64,
+}
+
+impl Carried {
+    /// No hit carried.
+    pub(crate) const NONE: Self = Self { tick: 0, count: 0 };
 }
 
 #[cfg(test)]
 mod tests {
-    use super::WindowState;
+    use super::{Carried, WindowState};
 
     #[test]
     fn slot_values_keep_the_newest_hits_in_time_order() {
-        let state = WindowState::from_slot_values([0, 6, 3, 6, 9]);
+        let state = WindowState::from_slot_values([0, 6, 3, 6, 9], Carried::NONE);
         assert_eq!(state.usage(), &[(2, 1), (5, 2), (8, 1)]);
         assert_eq!(state.newest_tick(), 8);
-        assert_eq!(state.to_slot_values(3), vec![6, 6, 9]);
-        assert_eq!(state.to_slot_values(6), vec![0, 0, 3, 6, 6, 9]);
+        let (values, carried) = state.to_slot_values(2);
+        assert_eq!(values, vec![6, 9]);
+        assert_eq!(
+            carried,
+            Carried { tick: 5, count: 2 },
+            "the hit at 2 counts at 5"
+        );
+        assert_eq!(
+            WindowState::from_slot_values(values, carried).usage(),
+            &[(5, 3), (8, 1)]
+        );
+        assert_eq!(state.to_slot_values(6).0, vec![0, 0, 3, 6, 6, 9]);
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod race;
 mod reference;
 mod removal;
 mod ring_order;
+mod runtime;
 mod seal;
 mod seed_examples;
 mod stress;

@@ -8,7 +8,11 @@ mod seal;
 use super::algorithm::{allowed, check_and_hit, fresh_from_newest, hit, status};
 use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY, SEALED};
 use crate::sync::{retry_hint, AtomicU32, AtomicU64, Ordering};
+use crate::window::state::Carried;
 use crate::window::{AtomicWindow, Retired, Status, WindowState};
+
+/// Words after the slots: the displacement, the carried hits' tick and their count.
+const AFTER_SLOTS: usize = 3;
 use crate::Limit;
 
 /// The exact log in atomics: admissions are CASes on slots, never a lock.
@@ -19,9 +23,11 @@ use crate::Limit;
 /// line brings both).
 #[derive(Debug)]
 pub struct AtomicRing {
-    /// `max_requests` slots, then one word more: the displacement counted since the last
-    /// re-sort (read and written by slow admissions only, so it stays out of the header,
-    /// which has no room left; see [`AtomicRing::slots`]).
+    /// `max_requests` slots, then [`AFTER_SLOTS`] words more: the displacement counted since
+    /// the last re-sort (read and written by slow admissions only, so it stays out of the
+    /// header, which has no room left; see [`AtomicRing::slots`]), then the carried hits'
+    /// tick and count (see [`Carried`]; written before the ring is shared, read only when it
+    /// is exported).
     slots: Box<[AtomicU64]>,
     window_ticks: u64,
     /// Every call below this tick is refused: a bound derived from slot values read.
@@ -47,8 +53,8 @@ impl AtomicRing {
     #[must_use]
     pub fn new(limit: Limit) -> Self {
         Self {
-            // The slots, then the displacement word.
-            slots: (0..=capacity_of(limit))
+            // The slots, then the displacement word and the carried hits.
+            slots: (0..capacity_of(limit) + AFTER_SLOTS)
                 .map(|_| AtomicU64::new(EMPTY))
                 .collect(),
             window_ticks: limit.window_ticks(),
@@ -63,14 +69,28 @@ impl AtomicRing {
     }
 
     /// A ring for `limit` holding `values` (slot values, as many as the limit's requests).
-    pub(super) fn from_slot_values(limit: Limit, values: Vec<u64>) -> Self {
+    pub(super) fn from_slot_values(limit: Limit, values: Vec<u64>, carried: Carried) -> Self {
         debug_assert_eq!(values.len(), capacity_of(limit));
         let ring = Self::new(limit);
         for (slot, value) in ring.slots().iter().zip(values) {
             // Relaxed: the ring is not shared yet; publishing it (the map insert) orders this.
             slot.store(value, Ordering::Relaxed);
         }
+        let len = ring.slots.len();
+        // Relaxed (both): as above.
+        ring.slots[len - 2].store(carried.tick, Ordering::Relaxed);
+        ring.slots[len - 1].store(carried.count, Ordering::Relaxed);
         ring
+    }
+
+    /// The hits carried from before a lowered limit (never written after construction).
+    fn carried(&self) -> Carried {
+        let len = self.slots.len();
+        // Relaxed (both): written before the ring was published, read after finding it.
+        Carried {
+            tick: self.slots[len - 2].load(Ordering::Relaxed),
+            count: self.slots[len - 1].load(Ordering::Relaxed),
+        }
     }
 
     /// Reads every slot twice, with the re-sort generation before and after; the values if
@@ -108,12 +128,12 @@ impl AtomicRing {
 
     /// The slots, without the displacement word after them.
     fn slots(&self) -> &[AtomicU64] {
-        &self.slots[..self.slots.len() - 1]
+        &self.slots[..self.slots.len() - AFTER_SLOTS]
     }
 
     /// The word after the slots: displacement counted since the last re-sort.
     fn displacement(&self) -> &AtomicU64 {
-        &self.slots[self.slots.len() - 1]
+        &self.slots[self.slots.len() - AFTER_SLOTS]
     }
 
     /// How many slot CASes this ring lost to another thread (each was retried), in debug
@@ -191,7 +211,7 @@ impl<'a> AtomicCells<'a> {
             ring,
             slots: &ring.slots,
             // At least the displacement word: no underflow.
-            capacity: ring.slots.len() - 1,
+            capacity: ring.slots.len() - AFTER_SLOTS,
             window_ticks: ring.window_ticks,
         }
     }
@@ -319,11 +339,11 @@ impl AtomicWindow for AtomicRing {
             if attempts < OPTIMISTIC_ATTEMPTS {
                 attempts += 1;
                 if let Some(values) = self.double_collect()? {
-                    return Ok(WindowState::from_slot_values(values));
+                    return Ok(WindowState::from_slot_values(values, self.carried()));
                 }
             } else if let Some(values) = self.resort_capturing() {
                 // Every slot was sealed while the values were taken: one moment's content.
-                return Ok(WindowState::from_slot_values(values));
+                return Ok(WindowState::from_slot_values(values, self.carried()));
             } else if let Some(index) = self.slots().iter().position(|slot| {
                 // Acquire: pairs with the seal CASes; see settle_seal.
                 slot.load(Ordering::Acquire) == SEALED
@@ -335,7 +355,8 @@ impl AtomicWindow for AtomicRing {
         }
     }
     fn seal_for_swap(&self) -> Option<WindowState> {
-        self.seal_all().map(WindowState::from_slot_values)
+        self.seal_all()
+            .map(|values| WindowState::from_slot_values(values, self.carried()))
     }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         // A look at the slot written last first: most entries a sweep visits are live, and

@@ -2,6 +2,7 @@
 
 use super::algorithm::{allowed, check_and_hit, fresh_from_newest, hit, is_fresh_by, status};
 use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY};
+use crate::window::state::Carried;
 use crate::window::{never_sealed, Retired, SequentialWindow, Status, WindowState};
 use crate::Limit;
 
@@ -20,6 +21,8 @@ pub struct SequentialRing {
     descent_index_sum: usize,
     /// Displacement counted since the last re-sort (see the parent module's docs).
     displacement: u64,
+    /// Hits kept from before a lowered limit (see [`Carried`]).
+    carried: Carried,
 }
 
 impl SequentialRing {
@@ -35,14 +38,16 @@ impl SequentialRing {
             descents: 0,
             descent_index_sum: 0,
             displacement: 0,
+            carried: Carried::NONE,
         }
     }
 
     /// A ring for `limit` holding `values` (slot values, as many as the limit's requests).
-    pub(super) fn from_slot_values(limit: Limit, values: Vec<u64>) -> Self {
+    pub(super) fn from_slot_values(limit: Limit, values: Vec<u64>, carried: Carried) -> Self {
         debug_assert_eq!(values.len(), capacity_of(limit));
         let mut ring = Self::new(limit);
         ring.slots = values.into_boxed_slice();
+        ring.carried = carried;
         ring.recount_descents();
         ring
     }
@@ -187,7 +192,7 @@ impl SequentialWindow for SequentialRing {
         limit_of(self.slots.len(), self.window_ticks)
     }
     fn export(&self) -> WindowState {
-        WindowState::from_slot_values(self.slots.iter().copied())
+        WindowState::from_slot_values(self.slots.iter().copied(), self.carried)
     }
     fn fresh_from(&self) -> u64 {
         let newest = match self.known_order() {
