@@ -118,8 +118,8 @@ where
     fn set_limit(&self, limit: Limit);
 
     /// Gives `key` a limit of its own (it takes precedence over a resolver and the default),
-    /// with the same guarantees as [`RateLimiter::set_limit`]. Kept while the key is idle or
-    /// removed, until [`RateLimiter::clear_limit_for`].
+    /// with the same guarantees as [`LimitControl::set_limit`]. Kept while the key is idle or
+    /// removed, until [`LimitControl::clear_limit_for`].
     fn set_limit_for(&self, key: &K, limit: Limit);
 
     /// Drops `key`'s own limit (back to the resolver's or the default); says whether it had

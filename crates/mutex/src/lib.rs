@@ -32,6 +32,7 @@ pub type MutexKeyPool<N> = KeyPool<N, LockedLedger<GlobalMutex<SequentialLedger>
 pub struct GlobalMutex<T>(Mutex<T>);
 
 impl<T> GlobalMutex<T> {
+    #[inline]
     fn lock(&self) -> MutexGuard<'_, T> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -44,10 +45,12 @@ impl<T: Send> StateLock<T> for GlobalMutex<T> {
         Self(Mutex::new(state))
     }
 
+    #[inline]
     fn read<R>(&self, f: impl FnOnce(&T) -> R) -> R {
         f(&self.lock())
     }
 
+    #[inline]
     fn write<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         f(&mut self.lock())
     }

@@ -82,6 +82,10 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W>
         self.policy.watermark(tombstone)
     }
 
+    /// Runs `op` on the window of `key` with its watermark: the hot path, kept small so it
+    /// inlines (a lookup and a version comparison); everything else is in
+    /// [`Self::with_window_slow`].
+    #[inline]
     fn with_window<R>(
         &mut self,
         key: &K,
@@ -89,6 +93,25 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W>
         op: impl FnOnce(u64, &mut W::Sequential) -> R,
     ) -> R {
         let shard = self.policy.shard_of(key);
+        let version = self.limits.version();
+        if let Some((window, watermark, limits_version)) = self.shards[shard].get_mut(key) {
+            if *limits_version == version {
+                return op(*watermark, window);
+            }
+        }
+        self.with_window_slow(shard, key, now, op)
+    }
+
+    /// [`Self::with_window`] for a new key, or one whose limit may have changed.
+    #[cold]
+    #[inline(never)]
+    fn with_window_slow<R>(
+        &mut self,
+        shard: usize,
+        key: &K,
+        now: u64,
+        op: impl FnOnce(u64, &mut W::Sequential) -> R,
+    ) -> R {
         let version = self.limits.version();
         if let Some((window, watermark, limits_version)) = self.shards[shard].get_mut(key) {
             if *limits_version != version {
@@ -112,12 +135,14 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W>
         result
     }
 
+    #[inline]
     fn hit_n(&mut self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
         self.limits.check_weight(&self.policy.window, n)?;
         self.with_window(key, now, |_, window| window.hit_n(now, n));
         Ok(())
     }
 
+    #[inline]
     fn check_and_hit_n(&mut self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         self.limits.check_weight(&self.policy.window, n)?;
         Ok(self.with_window(key, now, |watermark, window| {
@@ -125,6 +150,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W>
         }))
     }
 
+    #[inline]
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         self.limits.check_weight(&self.policy.window, n)?;
         Ok(match self.shard(key).get(key) {
@@ -309,16 +335,19 @@ where
             .read(|state| state.limits.default_window().limit())
     }
 
+    #[inline]
     fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
         let now = now.min(MAX_TICK);
         self.state.write(|state| state.hit_n(key, now, n))
     }
 
+    #[inline]
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         let now = now.min(MAX_TICK);
         self.state.read(|state| state.allowed_n(key, now, n))
     }
 
+    #[inline]
     fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         let now = now.min(MAX_TICK);
         self.state.write(|state| state.check_and_hit_n(key, now, n))
