@@ -41,6 +41,7 @@ pub struct Options {
     lateness_ticks: Option<u64>,
     sweep_floor_keys: usize,
     key_shards: usize,
+    tick_nanos: Option<u64>,
 }
 
 /// The default of [`Options::key_shards`].
@@ -52,6 +53,7 @@ impl Default for Options {
             lateness_ticks: None,
             sweep_floor_keys: 4096,
             key_shards: DEFAULT_KEY_SHARDS,
+            tick_nanos: None,
         }
     }
 }
@@ -83,6 +85,21 @@ impl Options {
     #[must_use]
     pub const fn key_shards(mut self, shards: usize) -> Self {
         self.key_shards = shards;
+        self
+    }
+
+    /// The length of one tick, if the caller wants snapshots to record it: a snapshot
+    /// carries it, and a restore into a limiter with another tick length is refused
+    /// (`SnapshotError::TickMismatch`). Ticks are the caller's unit either way; unset (the
+    /// default), snapshots say nothing about it and restores do not check it.
+    #[must_use]
+    pub const fn tick(mut self, tick: std::time::Duration) -> Self {
+        let nanos = tick.as_nanos();
+        self.tick_nanos = Some(if nanos > u64::MAX as u128 {
+            u64::MAX
+        } else {
+            nanos as u64
+        });
         self
     }
 
@@ -265,6 +282,8 @@ pub(crate) struct KeyPolicy<W> {
     schedule: SweepSchedule,
     shards: usize,
     hasher: KeyHasher,
+    /// [`Options::tick`], recorded in snapshots.
+    tick_nanos: Option<u64>,
 }
 
 impl<W: Window> KeyPolicy<W> {
@@ -280,6 +299,7 @@ impl<W: Window> KeyPolicy<W> {
             schedule: SweepSchedule::new(options.sweep_floor_keys, shards),
             shards,
             hasher: process_hasher(),
+            tick_nanos: options.tick_nanos,
         }
     }
 

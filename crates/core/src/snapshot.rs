@@ -82,6 +82,9 @@ pub struct Snapshot<K> {
     pub window: SavedWindow,
     /// The default limit: `(max_requests, window_ticks)`.
     pub default_limit: (u64, u64),
+    /// The length of one tick in nanoseconds, if the limiter was told it
+    /// (`Options::tick`).
+    pub tick_nanos: Option<u64>,
     /// The `now` the snapshot was taken at.
     pub taken_at: u64,
     /// The removal floor (see [`crate::keyed`]).
@@ -182,6 +185,14 @@ pub enum SnapshotError {
         /// The second position.
         index: usize,
     },
+    /// The snapshot and the limiter were told different tick lengths (`Options::tick`):
+    /// their timestamps do not mean the same time.
+    TickMismatch {
+        /// The snapshot's tick, in nanoseconds.
+        snapshot: u64,
+        /// The limiter's.
+        limiter: u64,
+    },
     /// The snapshot's window or default limit differs from the limiter's, under
     /// [`Conversion::Exact`].
     Mismatch {
@@ -208,6 +219,10 @@ impl fmt::Display for SnapshotError {
                 "key #{index} holds more weight in one window than its limit admits"
             ),
             Self::DuplicateKey { index } => write!(f, "key #{index} is listed twice"),
+            Self::TickMismatch { snapshot, limiter } => write!(
+                f,
+                "the snapshot's ticks are {snapshot} ns long, the limiter's {limiter} ns"
+            ),
             Self::Mismatch { snapshot, limiter } => write!(
                 f,
                 "the snapshot's window {snapshot:?} differs from the limiter's {limiter:?}; \
@@ -224,6 +239,10 @@ pub trait SavedState<K> {
     /// Every key's state, watermark and limit, read while other threads may decide (see the
     /// [module docs](self)), stamped `now`.
     fn snapshot(&self, now: u64) -> Snapshot<K>;
+
+    /// [`SavedState::snapshot`] of one key: a snapshot holding that key's state (none if the
+    /// limiter tracks none) and its tombstone, if it has one. Restores like any snapshot.
+    fn snapshot_key(&self, key: &K, now: u64) -> Snapshot<K>;
 
     /// Restores `snapshot` at `now`: every key in it gets the snapshot's state (replacing
     /// what the limiter had for it, through the same retire-then-replace handshake as a limit
@@ -285,6 +304,53 @@ impl<K> Snapshot<K> {
     /// The window and default limit, as [`SnapshotError::Mismatch`] reports them.
     pub(crate) fn shape(&self) -> (SavedWindow, (u64, u64)) {
         (self.window, self.default_limit)
+    }
+
+    /// Checks that this snapshot may be restored into a limiter of window `window`, default
+    /// limit `default` and tick `tick_nanos` under `conversion`.
+    pub(crate) fn check_fits<W: crate::Window>(
+        &self,
+        window: &W,
+        tick_nanos: Option<u64>,
+        conversion: Conversion,
+    ) -> Result<(), SnapshotError> {
+        if let (Some(snapshot), Some(limiter)) = (self.tick_nanos, tick_nanos) {
+            if snapshot != limiter {
+                return Err(SnapshotError::TickMismatch { snapshot, limiter });
+            }
+        }
+        let limit = window.limit();
+        let limiter = (
+            SavedWindow::from(window.kind()),
+            (limit.max_requests(), limit.window_ticks()),
+        );
+        if conversion == Conversion::Exact && self.shape() != limiter {
+            return Err(SnapshotError::Mismatch {
+                snapshot: self.shape(),
+                limiter,
+            });
+        }
+        Ok(())
+    }
+
+    /// An empty snapshot of a limiter with `window` as its default, stamped `now`.
+    pub(crate) fn empty<W: crate::Window>(
+        window: &W,
+        tick_nanos: Option<u64>,
+        removal_floor: u64,
+        now: u64,
+    ) -> Self {
+        let limit = window.limit();
+        Self {
+            format: SNAPSHOT_FORMAT,
+            window: window.kind().into(),
+            default_limit: (limit.max_requests(), limit.window_ticks()),
+            tick_nanos,
+            taken_at: now,
+            removal_floor,
+            keys: Vec::new(),
+            tombstones: Vec::new(),
+        }
     }
 }
 

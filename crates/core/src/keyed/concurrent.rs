@@ -11,10 +11,7 @@ use std::marker::PhantomData;
 use super::limits::{LimitResolver, LimitTable};
 use super::map::KeyMap;
 use super::{EntryWatermark, KeyPolicy, Options, SweepBounds};
-use crate::snapshot::{
-    group_usage, saved_key, Conversion, Restored, SavedWindow, Snapshot, SnapshotError,
-    SNAPSHOT_FORMAT,
-};
+use crate::snapshot::{group_usage, saved_key, Conversion, Restored, Snapshot, SnapshotError};
 use crate::sync::retry_hint;
 use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::{ring::ExactLog, Retired, Status, WeightError, Window, WindowState};
@@ -510,19 +507,35 @@ where
                 tombstones.push((key.clone(), tombstone.fresh_from()));
             });
         }
-        let default = self.limits.default_window();
-        Snapshot {
-            format: SNAPSHOT_FORMAT,
-            window: default.kind().into(),
-            default_limit: (
-                default.limit().max_requests(),
-                default.limit().window_ticks(),
-            ),
-            taken_at: now,
-            removal_floor: self.policy.floor(),
-            keys,
-            tombstones,
-        }
+        let mut snapshot = Snapshot::empty(
+            &self.limits.default_window(),
+            self.policy.tick_nanos,
+            self.policy.floor(),
+            now,
+        );
+        snapshot.keys = keys;
+        snapshot.tombstones = tombstones;
+        snapshot
+    }
+
+    fn snapshot_key(&self, key: &K, now: u64) -> Snapshot<K> {
+        let mut snapshot = Snapshot::empty(
+            &self.limits.default_window(),
+            self.policy.tick_nanos,
+            self.policy.floor(),
+            now,
+        );
+        snapshot
+            .keys
+            .extend(self.with_existing(key, |watermark, entry| {
+                let state = entry.export()?;
+                Ok(saved_key(key.clone(), entry.limit(), watermark, &state))
+            }));
+        snapshot.tombstones.extend(
+            self.tombstones
+                .get_with(key, |tombstone| (key.clone(), tombstone.fresh_from())),
+        );
+        snapshot
     }
 
     fn restore(
@@ -532,20 +545,11 @@ where
         conversion: Conversion,
     ) -> Result<Restored, SnapshotError> {
         let states = snapshot.validated(now)?;
-        let default = self.limits.default_window();
-        let limiter_shape = (
-            SavedWindow::from(default.kind()),
-            (
-                default.limit().max_requests(),
-                default.limit().window_ticks(),
-            ),
-        );
-        if conversion == Conversion::Exact && snapshot.shape() != limiter_shape {
-            return Err(SnapshotError::Mismatch {
-                snapshot: snapshot.shape(),
-                limiter: limiter_shape,
-            });
-        }
+        snapshot.check_fits(
+            &self.limits.default_window(),
+            self.policy.tick_nanos,
+            conversion,
+        )?;
         let now = now.min(crate::window::MAX_TICK);
         self.policy.floor.raise_to(snapshot.removal_floor.min(now));
         for (key, fresh_from) in &snapshot.tombstones {

@@ -41,6 +41,11 @@ pub(crate) struct LimitTable<K, W> {
     /// The largest weight any key may be asked for: the default's `max_requests` while no
     /// key has a limit of its own, [`MAX_REQUESTS`] once one may.
     max_weight: AtomicU64,
+    /// The window the limiter was built with: the default until the first `set_limit`.
+    initial: W,
+    /// Set by the first `set_limit`; until then key creation reads `initial` and skips the
+    /// map (a lookup and a guard, which key-creating workloads would pay on every new key).
+    default_changed: AtomicBool,
     /// The default window (its limit is the default limit), under the unit key.
     default: KeyMap<(), W>,
     overrides: KeyMap<K, Limit>,
@@ -58,6 +63,8 @@ where
         let default = KeyMap::new(hasher.clone(), 1);
         default.insert((), window.clone());
         Self {
+            initial: window.clone(),
+            default_changed: AtomicBool::new(false),
             version: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
             max_weight: AtomicU64::new(window.limit().max_requests()),
             default,
@@ -105,6 +112,11 @@ where
 
     /// The default window (its limit is the default limit).
     pub(crate) fn default_window(&self) -> W {
+        // Acquire: pairs with the Release store in set_default, so a caller that sees the
+        // flag finds the new default in the map (the map insert happens before the store).
+        if !self.default_changed.load(Ordering::Acquire) {
+            return self.initial.clone();
+        }
         self.default
             .get_with(&(), W::clone)
             .expect("the default window is inserted at construction and never removed")
@@ -113,6 +125,8 @@ where
     pub(crate) fn set_default(&self, limit: Limit) {
         let window = self.default_window().with_limit(limit);
         self.default.insert((), window);
+        // Release: see default_window.
+        self.default_changed.store(true, Ordering::Release);
         if self.resolver.is_none() && !self.has_overrides.load(Ordering::Relaxed) {
             // Relaxed (both): a bound on weights, checked before any state is read; a
             // weight it lets through is still refused by a window whose limit is lower.

@@ -8,10 +8,7 @@ use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
 use super::{KeyHasher, KeyPolicy, Options, SweepBounds};
-use crate::snapshot::{
-    group_usage, saved_key, Conversion, Restored, SavedWindow, Snapshot, SnapshotError,
-    SNAPSHOT_FORMAT,
-};
+use crate::snapshot::{group_usage, saved_key, Conversion, Restored, Snapshot, SnapshotError};
 use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::WindowState;
 use crate::window::{ring::ExactLog, SequentialWindow, Status, WeightError, Window, MAX_TICK};
@@ -408,19 +405,37 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W>
             .iter()
             .flat_map(|shard| shard.iter().map(|(key, f)| (key.clone(), *f)))
             .collect();
-        let default = self.limits.default_window();
-        Snapshot {
-            format: SNAPSHOT_FORMAT,
-            window: default.kind().into(),
-            default_limit: (
-                default.limit().max_requests(),
-                default.limit().window_ticks(),
-            ),
-            taken_at: now,
-            removal_floor: self.policy.floor(),
-            keys,
-            tombstones,
+        let mut snapshot = Snapshot::empty(
+            &self.limits.default_window(),
+            self.policy.tick_nanos,
+            self.policy.floor(),
+            now,
+        );
+        snapshot.keys = keys;
+        snapshot.tombstones = tombstones;
+        snapshot
+    }
+
+    fn snapshot_key(&self, key: &K, now: u64) -> Snapshot<K> {
+        let mut snapshot = Snapshot::empty(
+            &self.limits.default_window(),
+            self.policy.tick_nanos,
+            self.policy.floor(),
+            now,
+        );
+        let shard = self.policy.shard_of(key);
+        if let Some((window, watermark, limits_version)) = self.shards[shard].get(key) {
+            let (limit, state) = self.with_current_limit(key, window, *limits_version, |window| {
+                (window.limit(), window.export())
+            });
+            snapshot
+                .keys
+                .push(saved_key(key.clone(), limit, *watermark, &state));
         }
+        if let Some(fresh_from) = self.tombstones[shard].get(key) {
+            snapshot.tombstones.push((key.clone(), *fresh_from));
+        }
+        snapshot
     }
 
     /// Gives `key` the state `state` under its current limit, with watermark `watermark`.
@@ -440,20 +455,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W>
         conversion: Conversion,
     ) -> Result<Restored, SnapshotError> {
         let states = snapshot.validated(now)?;
-        let default = self.limits.default_window();
-        let limiter_shape = (
-            SavedWindow::from(default.kind()),
-            (
-                default.limit().max_requests(),
-                default.limit().window_ticks(),
-            ),
-        );
-        if conversion == Conversion::Exact && snapshot.shape() != limiter_shape {
-            return Err(SnapshotError::Mismatch {
-                snapshot: snapshot.shape(),
-                limiter: limiter_shape,
-            });
-        }
+        snapshot.check_fits(
+            &self.limits.default_window(),
+            self.policy.tick_nanos,
+            conversion,
+        )?;
         let now = now.min(MAX_TICK);
         self.policy.floor.raise_to(snapshot.removal_floor.min(now));
         for (key, fresh_from) in &snapshot.tombstones {
@@ -496,6 +502,10 @@ where
 {
     fn snapshot(&self, now: u64) -> Snapshot<K> {
         self.state.read(|state| state.snapshot(now))
+    }
+
+    fn snapshot_key(&self, key: &K, now: u64) -> Snapshot<K> {
+        self.state.read(|state| state.snapshot_key(key, now))
     }
 
     fn restore(

@@ -593,3 +593,58 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn one_key_saves_and_restores_alone() {
+    for limiter in every_limiter::<u64>(2, 10) {
+        let who = describe(limiter.as_ref());
+        assert!(limiter.check_and_hit(&1, 5), "{who}");
+        assert!(limiter.check_and_hit(&1, 6), "{who}");
+        assert!(limiter.check_and_hit(&2, 6), "{who}");
+        let one = limiter.snapshot_key(&1, 6);
+        assert_eq!(one.keys.len(), 1, "{who}");
+        assert_eq!(one.keys[0].key, 1, "{who}");
+        assert!(
+            limiter.snapshot_key(&9, 6).keys.is_empty(),
+            "{who}: an unknown key"
+        );
+        let target = every_limiter::<u64>(2, 10)
+            .into_iter()
+            .find(|candidate| describe(candidate.as_ref()) == who)
+            .unwrap();
+        let restored = target.restore(&one, 7, Conversion::Exact).unwrap();
+        assert_eq!(restored.keys, 1, "{who}");
+        assert!(
+            !target.check_and_hit(&1, 7),
+            "{who}: key 1's two hits came along"
+        );
+        assert!(target.check_and_hit(&2, 7), "{who}: key 2 stayed behind");
+        assert_eq!(target.tracked_keys(), 2, "{who}");
+    }
+}
+
+#[test]
+fn snapshots_carry_the_tick_length_and_refuse_another() {
+    let millis = Options::default().tick(std::time::Duration::from_millis(1));
+    let seconds = Options::default().tick(std::time::Duration::from_secs(1));
+    let window = slidelimit::ExactLog::new(limit(2, 10));
+    let source = LockFreeLimiter::<u64>::with_options(window, millis);
+    assert!(source.check_and_hit(&1, 5));
+    let snapshot = source.snapshot(5);
+    assert_eq!(snapshot.tick_nanos, Some(1_000_000));
+    let other = MutexLimiter::<u64>::with_options(window, seconds);
+    assert!(matches!(
+        other.restore(&snapshot, 5, Conversion::ToLimiter),
+        Err(SnapshotError::TickMismatch {
+            snapshot: 1_000_000,
+            limiter: 1_000_000_000
+        })
+    ));
+    let same = MutexLimiter::<u64>::with_options(window, millis);
+    assert!(same.restore(&snapshot, 5, Conversion::Exact).is_ok());
+    let unspecified = MutexLimiter::<u64>::new(limit(2, 10));
+    assert!(
+        unspecified.restore(&snapshot, 5, Conversion::Exact).is_ok(),
+        "a limiter told no tick length does not check it"
+    );
+}

@@ -9,26 +9,25 @@ impl AtomicRing {
     /// Seals every slot (see the module docs) if every hit is expired for `horizon`; returns
     /// the newest slot value sealed, or `None` after restoring what it had sealed.
     pub(super) fn seal(&self, horizon: u64) -> Option<u64> {
-        let sealed = self.seal_slots(Some(horizon))?;
-        Some(
-            (0..sealed.len)
-                .map(|index| sealed.get(index))
-                .max()
-                .unwrap_or(EMPTY),
-        )
+        let mut newest = EMPTY;
+        self.seal_slots(Some(horizon), |value| newest = newest.max(value))
+            .then_some(newest)
     }
 
     /// Seals every slot whatever it holds, for good (a replacement of the ring), and returns
     /// the values sealed; `None` (after restoring what it had sealed) if another seal holds a
     /// slot: a sweeper's, a re-sort's or another replacement's.
     pub(super) fn seal_all(&self) -> Option<Vec<u64>> {
-        let sealed = self.seal_slots(None)?;
-        Some((0..sealed.len).map(|index| sealed.get(index)).collect())
+        let mut values = Vec::with_capacity(self.slots().len());
+        self.seal_slots(None, |value| values.push(value))
+            .then_some(values)
     }
 
     /// Seals every slot, in index order; with a `horizon`, only while every value is expired
-    /// for it. `None` after giving back what was sealed.
-    fn seal_slots(&self, horizon: Option<u64>) -> Option<SealedValues> {
+    /// for it. `sealed` sees each value sealed (those of a seal given back too). False after
+    /// giving back what was sealed.
+    #[inline]
+    fn seal_slots(&self, horizon: Option<u64>, mut sealed_value: impl FnMut(u64)) -> bool {
         let mut sealed = SealedValues::new();
         for slot in self.slots() {
             // Acquire: pairs with the writers' AcqRel CASes, so the value judged below
@@ -42,7 +41,7 @@ impl AtomicRing {
                     // Live after all (a write slipped in after the look), or another
                     // sweeper holds the seal: give back what was sealed.
                     self.restore(&sealed);
-                    return None;
+                    return false;
                 }
                 if cfg!(slidelimit_loom_mutant = "seal_with_store") {
                     // Deliberately broken for the loom negative control: load-then-store,
@@ -63,8 +62,9 @@ impl AtomicRing {
                 }
             }
             sealed.push(value);
+            sealed_value(value);
         }
-        Some(sealed)
+        true
     }
 
     /// Puts back the values a failed seal took from the first slots, last first, so that a
