@@ -561,7 +561,8 @@ where
             );
         }
         for (key, state, watermark) in &states {
-            let watermark = (*watermark).max(self.policy.floor());
+            // The key's own tombstone and the floor, as a new entry would resolve them.
+            let watermark = (*watermark).max(self.removal_watermark(key));
             self.install(key, state, watermark);
         }
         Ok(Restored {

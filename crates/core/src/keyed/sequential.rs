@@ -468,7 +468,9 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W>
             *tombstone = (*tombstone).max((*fresh_from).min(now));
         }
         for (key, state, watermark) in &states {
-            let watermark = (*watermark).max(self.policy.floor());
+            // The key's own tombstone and the floor, as a new entry would resolve them.
+            let watermark =
+                (*watermark).max(self.removal_watermark(self.policy.shard_of(key), key));
             self.install(key, state, watermark);
         }
         Ok(Restored {
