@@ -260,16 +260,11 @@ pub trait SavedState<K> {
     ) -> Result<Restored, SnapshotError>;
 
     /// Builds state from usage history: `(key, tick, weight)` records in any order, as if
-    /// each had been recorded by `hit_n` (ticks capped at `now`), replacing the state of the
-    /// keys they name. O(r) for records in time order per key, O(r log r) otherwise.
-    ///
-    /// # Errors
-    /// None today for valid records; reserved.
-    fn import_usage(
-        &self,
-        records: &mut dyn Iterator<Item = (K, u64, u64)>,
-        now: u64,
-    ) -> Result<Restored, SnapshotError>;
+    /// each had been recorded by `hit_n` (ticks capped at `now`; the exact log keeps each
+    /// key's newest `max_requests` hits and carries the rest, see
+    /// [`crate::window::state`]), replacing the state of the keys they name. O(r) for
+    /// records in time order per key, O(r log r) otherwise.
+    fn import_usage(&self, records: &mut dyn Iterator<Item = (K, u64, u64)>, now: u64) -> Restored;
 }
 
 impl<K> Snapshot<K> {

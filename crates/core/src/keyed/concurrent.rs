@@ -571,18 +571,14 @@ where
         })
     }
 
-    fn import_usage(
-        &self,
-        records: &mut dyn Iterator<Item = (K, u64, u64)>,
-        now: u64,
-    ) -> Result<Restored, SnapshotError> {
+    fn import_usage(&self, records: &mut dyn Iterator<Item = (K, u64, u64)>, now: u64) -> Restored {
         let grouped = group_usage(records, now);
         for (key, state) in &grouped {
             self.install(key, state, self.removal_watermark(key));
         }
-        Ok(Restored {
+        Restored {
             keys: grouped.len(),
             tombstones: 0,
-        })
+        }
     }
 }

@@ -520,11 +520,7 @@ where
             .write(|state| state.restore(snapshot, now, conversion))
     }
 
-    fn import_usage(
-        &self,
-        records: &mut dyn Iterator<Item = (K, u64, u64)>,
-        now: u64,
-    ) -> Result<Restored, SnapshotError> {
-        Ok(self.state.write(|state| state.import_usage(records, now)))
+    fn import_usage(&self, records: &mut dyn Iterator<Item = (K, u64, u64)>, now: u64) -> Restored {
+        self.state.write(|state| state.import_usage(records, now))
     }
 }
