@@ -4,10 +4,12 @@
 #[cfg(slidelimit_loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(slidelimit_loom)]
-pub(crate) use loom::sync::{Arc, RwLock};
+pub(crate) use loom::sync::{Arc, Mutex, RwLock};
 
 #[cfg(not(slidelimit_loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+#[cfg(not(slidelimit_loom))]
+pub(crate) use std::sync::Mutex;
 
 /// Called on every retry of a CAS loop and every bounce off a retired entry.
 ///

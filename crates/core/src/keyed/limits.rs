@@ -13,7 +13,9 @@
 //! mixes two limits.
 //!
 //! # Atomic orderings
-//! The version is bumped with `Release` after the maps are written and loaded with `Acquire`
+//! Changes run one at a time under a lock that no decision takes (two changes interleaving
+//! their writes could leave the default of one with the weight bound of the other). The
+//! version is bumped with `Release` after the maps are written and loaded with `Acquire`
 //! before they are read, so a caller that sees version `v` resolves a limit at least as new
 //! as the change that made `v` (it may see a newer one and label it `v`; the next caller then
 //! confirms it again: only extra work, never an old limit).
@@ -23,7 +25,7 @@ use std::sync::Arc;
 
 use super::map::KeyMap;
 use super::KeyHasher;
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::window::{WeightError, Window};
 use crate::{Limit, MAX_REQUESTS};
 
@@ -52,6 +54,10 @@ pub(crate) struct LimitTable<K, W> {
     /// Set once the first override is written: until then resolution skips the map.
     has_overrides: AtomicBool,
     resolver: Option<LimitResolver<K>>,
+    /// Serialises the changes (never taken by a decision): a change writes the default or an
+    /// override, then `max_weight`, then bumps the version, and two changes interleaving
+    /// those steps would leave the default of one with the weight bound of the other.
+    changes: Mutex<()>,
 }
 
 impl<K, W> LimitTable<K, W>
@@ -71,6 +77,7 @@ where
             overrides: KeyMap::new(hasher.clone(), shards),
             has_overrides: AtomicBool::new(false),
             resolver: None,
+            changes: Mutex::new(()),
         }
     }
 
@@ -122,13 +129,29 @@ where
             .expect("the default window is inserted at construction and never removed")
     }
 
+    /// Runs a change under the change lock. A change panics only if the key's `Hash` or
+    /// `Eq` does, which leaves the maps consistent, so a poisoned lock is entered anyway.
+    fn changing<R>(&self, change: impl FnOnce() -> R) -> R {
+        let _serialised = self
+            .changes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        change()
+    }
+
     pub(crate) fn set_default(&self, limit: Limit) {
+        self.changing(|| self.set_default_serialised(limit));
+    }
+
+    fn set_default_serialised(&self, limit: Limit) {
         let window = self.default_window().with_limit(limit);
         self.default.insert((), window);
         // Release: see default_window.
         self.default_changed.store(true, Ordering::Release);
         if self.resolver.is_none() && !self.has_overrides.load(Ordering::Relaxed) {
-            // Relaxed (both): a bound on weights, checked before any state is read; a
+            // Relaxed (both): the change lock orders this check after any earlier
+            // set_override's store of `has_overrides` (no override can be set between the
+            // check and the store); the bound is checked before any state is read, and a
             // weight it lets through is still refused by a window whose limit is lower.
             self.max_weight
                 .store(limit.max_requests(), Ordering::Relaxed);
@@ -137,6 +160,10 @@ where
     }
 
     pub(crate) fn set_override(&self, key: &K, limit: Limit) {
+        self.changing(|| self.set_override_serialised(key, limit));
+    }
+
+    fn set_override_serialised(&self, key: &K, limit: Limit) {
         // Relaxed: a hint that lets resolution skip an empty map; the override itself is
         // published by the version bump below.
         self.has_overrides.store(true, Ordering::Relaxed);
@@ -147,6 +174,10 @@ where
     }
 
     pub(crate) fn clear_override(&self, key: &K) -> bool {
+        self.changing(|| self.clear_override_serialised(key))
+    }
+
+    fn clear_override_serialised(&self, key: &K) -> bool {
         let removed = self.overrides.remove(key);
         if removed {
             self.bump();
