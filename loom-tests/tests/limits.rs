@@ -440,6 +440,44 @@ fn l8_buckets_change_vs_sweeper_and_writer() {
     });
 }
 
+/// L9: a migration racing a re-sort of the exact log. A re-sort seals every slot too (then
+/// writes the values back in time order); the migration's seal and the re-sort's must
+/// exclude each other, each giving back what it sealed when it meets the other's, and a
+/// writer must tell the two apart (it waits out a re-sort, and looks the key up again after
+/// a retirement). Limit 2, hits at 5 and 8. One thread re-sorts the key's entry (whichever
+/// is current), then calls `check_and_hit(15)`: 5 has expired, so admitted under limit 2,
+/// refused under 1 (8 is live). The main thread lowers the limit to 1 and calls
+/// `check_and_hit(16)`, always refused (8 or 15 is live); after the join,
+/// `check_and_hit(19)` is admitted exactly when 15 was not (8 has expired by 19).
+fn l9_change_vs_resort() {
+    check("limits::l9_change_vs_resort", || {
+        let limiter = limiter_of(2, &[(KEY, 5), (KEY, 8)]);
+        let sorter = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || {
+                limiter.model_entry(&KEY, |entry| entry.window().resort_for_model());
+                limiter.check_and_hit(&KEY, 15)
+            })
+        };
+        limiter.set_limit(limit(1));
+        let admitted_16 = limiter.check_and_hit(&KEY, 16);
+        let admitted_15 = sorter.join().unwrap();
+        let admitted_19 = limiter.check_and_hit(&KEY, 19);
+        let after_change = [(16, admitted_16), (19, admitted_19)];
+        let admitted = admitted_ticks(
+            &[5, 8],
+            &[(15, admitted_15), (16, admitted_16), (19, admitted_19)],
+        );
+        assert_window_safe(&admitted, 2);
+        assert_new_limit_held(&admitted, &after_change, 1);
+        assert!(
+            admitted_19 || admitted_15,
+            "unjustified refusal: 19 refused though only 5 and 8 (expired) were admitted before it"
+        );
+        assert_entry_holds(&limiter, KEY, limit(1), &admitted);
+    });
+}
+
 #[test]
 fn l1() {
     l1_lower_vs_writer();
@@ -480,6 +518,11 @@ fn l8() {
 #[ignore = "finds a real bug: set_limit's check-then-store of the weight bound loses set_limit_for's raise (see L6's docs)"]
 fn l6() {
     l6_override_weight_bound_vs_set_limit();
+}
+
+#[test]
+fn l9() {
+    l9_change_vs_resort();
 }
 
 // Negative control: it exists only in the build of its mutant (`ci/loom.sh` builds it and
