@@ -1,5 +1,6 @@
 //! Loom models of runtime limit changes on the keyed lock-free limiter (`LimitControl` on
-//! `LockFreeLimiter`): L1–L5.
+//! `LockFreeLimiter`): L1–L5 (the plan of issue 12), L8 and L9 (the buckets with a sweeper,
+//! a re-sort), and L6 and L7, ignored: they find a bug in the weight bound (see their docs).
 //!
 //! # The handshake under test
 //! A limit change (`set_limit`, `set_limit_for`) writes the new default or override, then
