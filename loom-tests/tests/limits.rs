@@ -1,6 +1,7 @@
 //! Loom models of runtime limit changes on the keyed lock-free limiter (`LimitControl` on
 //! `LockFreeLimiter`): L1–L5 (the plan of issue 12), L8 and L9 (the buckets with a sweeper,
-//! a re-sort), and L6 and L7, ignored: they find a bug in the weight bound (see their docs).
+//! a re-sort), and L6 and L7, the weight bound under racing changes (they found a lost update
+//! in the core, fixed by running changes one at a time: see their docs).
 //!
 //! # The handshake under test
 //! A limit change (`set_limit`, `set_limit_for`) writes the new default or override, then
@@ -367,9 +368,9 @@ fn l6_override_weight_bound_vs_set_limit() {
 ///
 /// It fails at preemption bound 1: the changer writes the default 1, the main thread writes
 /// the default 2 and the bound 2, and then the changer stores the bound 1 (a `Relaxed` store
-/// later in the bound's modification order). Ignored with L6, the same lost update: the
-/// bound should be derived from the default in one read-modify-write, or from the default
-/// window itself when it is read.
+/// later in the bound's modification order). This model and L6 found that lost update in an
+/// earlier core; changes now run one at a time under the limits' change lock (no decision
+/// takes it), and both pass.
 fn l7_weight_bound_vs_two_defaults() {
     check("limits::l7_weight_bound_vs_two_defaults", || {
         let window = RollingBuckets::new(limit(2), 2).unwrap();
@@ -505,7 +506,6 @@ fn l5() {
 }
 
 #[test]
-#[ignore = "finds a real bug: set_limit writes the default window and the weight bound in two steps (see L7's docs)"]
 fn l7() {
     l7_weight_bound_vs_two_defaults();
 }
@@ -516,7 +516,6 @@ fn l8() {
 }
 
 #[test]
-#[ignore = "finds a real bug: set_limit's check-then-store of the weight bound loses set_limit_for's raise (see L6's docs)"]
 fn l6() {
     l6_override_weight_bound_vs_set_limit();
 }
