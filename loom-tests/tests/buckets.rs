@@ -18,7 +18,7 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use slidelimit::{AtomicBuckets, AtomicWindow, Limit, RollingBuckets, Window};
+use slidelimit::{Algorithm, AtomicBuckets, AtomicWindow, Limit, RollingBuckets};
 use slidelimit_loom::{check, WINDOW_TICKS};
 
 /// Buckets per window: 2 buckets of 5 ticks.

@@ -40,7 +40,8 @@
 use loom::sync::Arc;
 use loom::thread;
 use slidelimit::{
-    ExactLog, KeyEntry, Limit, LimitControl, LockFreeLimiter, Options, RateLimiter, RollingBuckets,
+    ExactLog, GuardedEntry, Limit, LimitControl, LockFreeLimiter, Options, RateLimiter,
+    RollingBuckets,
 };
 use slidelimit_loom::{assert_no_seal, assert_window_safe, check, RingState, WINDOW_TICKS};
 

@@ -30,8 +30,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 use slidelimit::{
-    ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets, SequentialWindow,
-    Window,
+    Algorithm, ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets,
+    SequentialWindow,
 };
 use slidelimit_bench::provenance::{cpu_model, git_commit};
 use slidelimit_bench::rng::SplitMix64;
@@ -165,7 +165,7 @@ const TIMED_REPLAYS: usize = 5;
 
 /// Replays `trace` through a fresh lock-free limiter with `window`, [`TIMED_REPLAYS`] times;
 /// returns (admitted, median ns per decision).
-fn timed_replay<W: Window>(window: W, trace: &Trace) -> (u64, f64) {
+fn timed_replay<W: Algorithm>(window: W, trace: &Trace) -> (u64, f64) {
     let mut admitted = 0;
     let mut ns: Vec<f64> = (0..TIMED_REPLAYS)
         .map(|_| {
@@ -186,7 +186,7 @@ fn timed_replay<W: Window>(window: W, trace: &Trace) -> (u64, f64) {
 fn compare(name: &'static str, trace: &Trace, window: RollingBuckets, exact_admitted: u64) -> Row {
     let limit = window.limit();
     let oracle_window = ExactLog::new(limit);
-    let mut keys: HashMap<u64, (<RollingBuckets as Window>::Sequential, _)> = HashMap::new();
+    let mut keys: HashMap<u64, (<RollingBuckets as Algorithm>::Sequential, _)> = HashMap::new();
     let (mut admitted, mut false_negatives, mut false_positives) = (0u64, 0u64, 0u64);
     let mut worst_excess = 0u64;
     for &(key, t) in trace {

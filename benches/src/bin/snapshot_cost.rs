@@ -16,8 +16,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use slidelimit::{
-    Conversion, ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets, SavedState,
-    Snapshot, Window,
+    Algorithm, Conversion, ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets,
+    SavedState, Snapshot,
 };
 use slidelimit_bench::provenance;
 use slidelimit_bench::rng::mix64;
@@ -59,7 +59,7 @@ fn fill<L: RateLimiter<u64>>(limiter: &L, keys: usize, weighted: bool) -> u64 {
 fn measure<L, W>(variant: &'static str, window: W, keys: usize, build: impl Fn(W) -> L) -> Row
 where
     L: RateLimiter<u64> + SavedState<u64>,
-    W: Window,
+    W: Algorithm,
 {
     let weighted = window.algorithm() == "buckets";
     let name = if weighted {

@@ -31,7 +31,7 @@ pub mod sequential;
 use std::hash::{BuildHasher, Hash};
 
 use crate::sync::{AtomicU64, Ordering};
-use crate::window::{Window, MAX_TICK};
+use crate::window::{Algorithm, MAX_TICK};
 use floor::RemovalFloor;
 use schedule::SweepSchedule;
 
@@ -224,25 +224,25 @@ impl EntryWatermark {
 /// only these keys, not every key, must refuse below the tick they were fresh from.
 #[derive(Debug)]
 pub struct Tombstone {
-    fresh_from: AtomicU64,
+    idle_from: AtomicU64,
 }
 
 impl Tombstone {
-    pub(crate) fn new(fresh_from: u64) -> Self {
+    pub(crate) fn new(idle_from: u64) -> Self {
         Self {
-            fresh_from: AtomicU64::new(fresh_from),
+            idle_from: AtomicU64::new(idle_from),
         }
     }
 
-    pub(crate) fn fresh_from(&self) -> u64 {
+    pub(crate) fn idle_from(&self) -> u64 {
         // Acquire: pairs with the AcqRel fetch_max in `raise`, run before the unlink of the
         // entry it stands for.
-        self.fresh_from.load(Ordering::Acquire)
+        self.idle_from.load(Ordering::Acquire)
     }
 
-    pub(crate) fn raise(&self, fresh_from: u64) {
-        // AcqRel: see `fresh_from`; fetch_max keeps the highest of two sweeps' values.
-        self.fresh_from.fetch_max(fresh_from, Ordering::AcqRel);
+    pub(crate) fn raise(&self, idle_from: u64) {
+        // AcqRel: see `idle_from`; fetch_max keeps the highest of two sweeps' values.
+        self.idle_from.fetch_max(idle_from, Ordering::AcqRel);
     }
 }
 
@@ -261,15 +261,15 @@ impl SweepBounds {
         self.horizon
     }
 
-    /// The tombstone a key removed with state fresh from `fresh_from` must leave, if any.
+    /// The tombstone a key removed with state fresh from `idle_from` must leave, if any.
     /// It is written before the key is unlinked, so whoever re-creates the key finds it.
-    fn tombstone_for(self, fresh_from: u64) -> Option<u64> {
-        (fresh_from > self.floor).then_some(fresh_from)
+    fn tombstone_for(self, idle_from: u64) -> Option<u64> {
+        (idle_from > self.floor).then_some(idle_from)
     }
 
-    /// Whether a tombstone at `fresh_from` is covered by the floor and can go.
-    fn drops_tombstone(self, fresh_from: u64) -> bool {
-        fresh_from <= self.floor
+    /// Whether a tombstone at `idle_from` is covered by the floor and can go.
+    fn drops_tombstone(self, idle_from: u64) -> bool {
+        idle_from <= self.floor
     }
 }
 
@@ -286,7 +286,7 @@ pub(crate) struct KeyPolicy<W> {
     tick_nanos: Option<u64>,
 }
 
-impl<W: Window> KeyPolicy<W> {
+impl<W: Algorithm> KeyPolicy<W> {
     fn new(window: W, options: Options) -> Self {
         let lateness_ticks = options
             .lateness_ticks
@@ -351,7 +351,7 @@ impl<W: Window> KeyPolicy<W> {
     }
 }
 
-impl<W: Window> KeyPolicy<W> {
+impl<W: Algorithm> KeyPolicy<W> {
     /// `status` for a key with no state whose limit is `limit`: an empty window, as the
     /// watermark lets it be seen.
     fn status_of_unknown_key(

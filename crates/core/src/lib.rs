@@ -55,13 +55,13 @@ mod sync;
 pub mod window;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
-pub use keyed::concurrent::{ConcurrentKeys, KeyEntry};
+pub use keyed::concurrent::{EntryGuardedLimiter, GuardedEntry};
 pub use keyed::limits::LimitResolver;
-pub use keyed::sequential::{KeyedWindows, LockedKeys, StateLock};
+pub use keyed::sequential::{KeyTable, MapGuardedLimiter, TableLock};
 pub use keyed::{EntryWatermark, Options};
 pub use limit::{Limit, LimitError, MAX_REQUESTS};
 pub use limiter::{LimitControl, RateLimiter};
-pub use lockfree::{AtomicEntry, LockFreeLimiter};
+pub use lockfree::{LockFreeEntry, LockFreeLimiter};
 pub use pool::{KeyPool, PoolError, PoolMode, PoolStatus, Refusal};
 pub use snapshot::{Conversion, Restored, SavedState, Snapshot, SnapshotError};
 pub use window::buckets::{
@@ -70,8 +70,8 @@ pub use window::buckets::{
 };
 pub use window::ring::{AtomicRing, ExactLog, SequentialRing};
 pub use window::{
-    AtomicWindow, Retired, SequentialWindow, StateError, Status, WeightError, Window, WindowKind,
-    WindowState,
+    Algorithm, AtomicWindow, Retired, SequentialWindow, StateError, Status, WeightError,
+    WindowKind, WindowState,
 };
 
 /// The README's examples, compiled and run as doc tests.

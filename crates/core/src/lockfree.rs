@@ -10,10 +10,10 @@
 //! sealing its window's own words with CAS (see [`crate::window::ring`] and
 //! [`crate::window::buckets`]), so the writer's own CAS is the handshake.
 
-use crate::keyed::concurrent::{ConcurrentKeys, KeyEntry};
+use crate::keyed::concurrent::{EntryGuardedLimiter, GuardedEntry};
 use crate::keyed::EntryWatermark;
 use crate::sync::{AtomicU64, Ordering};
-use crate::window::{ring::ExactLog, AtomicWindow, Retired, Status, Window, WindowState};
+use crate::window::{ring::ExactLog, Algorithm, AtomicWindow, Retired, Status, WindowState};
 use crate::Limit;
 
 /// The lock-free keyed limiter. `LockFreeLimiter::new(limit)` gives the exact sliding log.
@@ -27,18 +27,18 @@ use crate::Limit;
 /// assert!(limiter.check_and_hit(&7, 110), "the hit at 100 left the window (100, 110]");
 /// # Ok::<(), slidelimit::LimitError>(())
 /// ```
-pub type LockFreeLimiter<K, W = ExactLog> = ConcurrentKeys<K, AtomicEntry<W>>;
+pub type LockFreeLimiter<K, W = ExactLog> = EntryGuardedLimiter<K, LockFreeEntry<W>>;
 
 /// One key's atomic window and its removal watermark, stored in the key map's node beside
 /// the key (no padding: the key, the watermark and the window's header share a line).
-pub struct AtomicEntry<W: Window> {
+pub struct LockFreeEntry<W: Algorithm> {
     watermark: EntryWatermark,
     /// The limits version this entry's limit is current for (see [`crate::keyed::limits`]).
     limits_version: AtomicU64,
     window: W::Atomic,
 }
 
-impl<W: Window> AtomicEntry<W> {
+impl<W: Algorithm> LockFreeEntry<W> {
     /// The entry's window, for quiescent checks in tests and models.
     #[must_use]
     pub fn window(&self) -> &W::Atomic {
@@ -50,10 +50,10 @@ impl<W: Window> AtomicEntry<W> {
 // window length 8, blocked_until 8, cursor 4, re-sort generation 4. (Release builds only:
 // debug builds count lost races per ring, and loom's atomics are larger.)
 #[cfg(not(any(slidelimit_loom, debug_assertions)))]
-const _: () = assert!(std::mem::size_of::<AtomicEntry<ExactLog>>() == 56);
+const _: () = assert!(std::mem::size_of::<LockFreeEntry<ExactLog>>() == 56);
 
-impl<W: Window> KeyEntry for AtomicEntry<W> {
-    type Window = W;
+impl<W: Algorithm> GuardedEntry for LockFreeEntry<W> {
+    type Algorithm = W;
     const NAME: &'static str = "lock-free";
 
     fn new(window: &W, limits_version: u64) -> Self {
@@ -121,7 +121,7 @@ impl<W: Window> KeyEntry for AtomicEntry<W> {
         self.window.status(now)
     }
 
-    fn retire_if_fresh(&self, horizon: u64) -> Option<u64> {
+    fn retire_if_idle(&self, horizon: u64) -> Option<u64> {
         self.window.try_seal(horizon)
     }
 }

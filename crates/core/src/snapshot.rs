@@ -303,7 +303,7 @@ impl<K> Snapshot<K> {
 
     /// Checks that this snapshot may be restored into a limiter of window `window`, default
     /// limit `default` and tick `tick_nanos` under `conversion`.
-    pub(crate) fn check_fits<W: crate::Window>(
+    pub(crate) fn check_fits<W: crate::Algorithm>(
         &self,
         window: &W,
         tick_nanos: Option<u64>,
@@ -329,7 +329,7 @@ impl<K> Snapshot<K> {
     }
 
     /// An empty snapshot of a limiter with `window` as its default, stamped `now`.
-    pub(crate) fn empty<W: crate::Window>(
+    pub(crate) fn empty<W: crate::Algorithm>(
         window: &W,
         tick_nanos: Option<u64>,
         removal_floor: u64,

@@ -1,6 +1,6 @@
 //! The window algorithms: what one key's state is and how it decides, in two forms each.
 //!
-//! A [`Window`] is an algorithm's configuration; it builds the algorithm's sequential form
+//! A [`Algorithm`] is an algorithm's configuration; it builds the algorithm's sequential form
 //! (plain integers, for use under a lock) and its atomic form (decided by CAS). Both forms run
 //! the same code, so every limiter gives the same answers to a single-threaded trace.
 
@@ -18,7 +18,7 @@ pub use state::{StateError, WindowState};
 pub const MAX_TICK: u64 = u64::MAX - 2;
 
 /// A window algorithm and its configuration.
-pub trait Window: Clone + Send + Sync + 'static {
+pub trait Algorithm: Clone + Send + Sync + 'static {
     /// The form used under a lock.
     type Sequential: SequentialWindow;
     /// The form decided by CAS, for the lock-free limiter.
@@ -47,10 +47,10 @@ pub trait Window: Clone + Send + Sync + 'static {
     /// A window in the sequential form holding `state`, converted as [`state`] describes
     /// (never admitting more than the state's own window would).
     fn sequential_from(&self, state: &WindowState) -> Self::Sequential;
-    /// A window in the atomic form holding `state` (see [`Window::sequential_from`]).
+    /// A window in the atomic form holding `state` (see [`Algorithm::sequential_from`]).
     fn atomic_from(&self, state: &WindowState) -> Self::Atomic;
 
-    /// [`Window::check_weight`] against the largest limit any key may have
+    /// [`Algorithm::check_weight`] against the largest limit any key may have
     /// ([`crate::MAX_REQUESTS`]) instead of this window's: a limiter whose keys may have
     /// limits of their own checks this, and a weight above a key's limit is then simply
     /// never admitted.
@@ -80,7 +80,7 @@ pub enum WindowKind {
     },
 }
 
-/// One key's window under a lock. Weights reaching it have passed [`Window::check_weight`].
+/// One key's window under a lock. Weights reaching it have passed [`Algorithm::check_weight`].
 pub trait SequentialWindow: Send + Sync + 'static {
     /// Records `n` hits at `now` unconditionally.
     fn hit_n(&mut self, now: u64, n: u64);
@@ -95,12 +95,12 @@ pub trait SequentialWindow: Send + Sync + 'static {
     /// The window's content (see [`WindowState`]). Changes nothing.
     fn export(&self) -> WindowState;
     /// The first tick from which this state answers every call as an empty window would.
-    fn fresh_from(&self) -> u64;
-    /// Whether [`fresh_from`](Self::fresh_from) is at most `horizon`: the sweep's question,
+    fn idle_from(&self) -> u64;
+    /// Whether [`idle_from`](Self::idle_from) is at most `horizon`: the sweep's question,
     /// which a window may answer without reading all of its state (most keys a sweep looks
     /// at are live, and one recent hit settles it).
-    fn is_fresh_by(&self, horizon: u64) -> bool {
-        self.fresh_from() <= horizon
+    fn is_idle_by(&self, horizon: u64) -> bool {
+        self.idle_from() <= horizon
     }
 }
 

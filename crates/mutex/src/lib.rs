@@ -19,10 +19,10 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use slidelimit::pool::{KeyPool, LockedLedger, SequentialLedger};
-use slidelimit::{ExactLog, KeyedWindows, LockedKeys, StateLock};
+use slidelimit::{ExactLog, KeyTable, MapGuardedLimiter, TableLock};
 
 /// The global-`Mutex` limiter; `MutexLimiter::new(limit)` gives the exact log.
-pub type MutexLimiter<K, W = ExactLog> = LockedKeys<K, W, GlobalMutex<KeyedWindows<K, W>>>;
+pub type MutexLimiter<K, W = ExactLog> = MapGuardedLimiter<K, W, GlobalMutex<KeyTable<K, W>>>;
 
 /// The key pool of `slidelimit::pool` with its ledger behind one `Mutex`: the same algorithm
 /// as the lock-free `KeyPool`, one call at a time.
@@ -38,7 +38,7 @@ impl<T> GlobalMutex<T> {
     }
 }
 
-impl<T: Send> StateLock<T> for GlobalMutex<T> {
+impl<T: Send> TableLock<T> for GlobalMutex<T> {
     const NAME: &'static str = "mutex";
 
     fn new(state: T) -> Self {

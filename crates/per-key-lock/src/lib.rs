@@ -22,15 +22,15 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use slidelimit::window::WindowState;
 use slidelimit::{
-    ConcurrentKeys, EntryWatermark, ExactLog, KeyEntry, Limit, Retired, SequentialWindow, Status,
-    Window,
+    Algorithm, EntryGuardedLimiter, EntryWatermark, ExactLog, GuardedEntry, Limit, Retired,
+    SequentialWindow, Status,
 };
 
 /// The per-key-lock limiter; `PerKeyLockLimiter::new(limit)` gives the exact log.
-pub type PerKeyLockLimiter<K, W = ExactLog> = ConcurrentKeys<K, KeyMutex<W>>;
+pub type PerKeyLockLimiter<K, W = ExactLog> = EntryGuardedLimiter<K, KeyMutex<W>>;
 
 /// One key's sequential window behind its own mutex.
-pub struct KeyMutex<W: Window> {
+pub struct KeyMutex<W: Algorithm> {
     watermark: EntryWatermark,
     /// The limits version this entry's limit is current for.
     limits_version: AtomicU64,
@@ -42,7 +42,7 @@ struct Slot<S> {
     retired: bool,
 }
 
-impl<W: Window> KeyMutex<W> {
+impl<W: Algorithm> KeyMutex<W> {
     /// Runs `f` on the window under the lock, unless a sweeper retired it.
     fn locked<R>(&self, f: impl FnOnce(&mut W::Sequential) -> R) -> Result<R, Retired> {
         // The window is plain integers updated in place by code that cannot panic midway,
@@ -56,8 +56,8 @@ impl<W: Window> KeyMutex<W> {
     }
 }
 
-impl<W: Window> KeyEntry for KeyMutex<W> {
-    type Window = W;
+impl<W: Algorithm> GuardedEntry for KeyMutex<W> {
+    type Algorithm = W;
     const NAME: &'static str = "per-key-lock";
 
     fn new(window: &W, limits_version: u64) -> Self {
@@ -132,12 +132,12 @@ impl<W: Window> KeyEntry for KeyMutex<W> {
         self.locked(|window| window.status(now))
     }
 
-    fn retire_if_fresh(&self, horizon: u64) -> Option<u64> {
+    fn retire_if_idle(&self, horizon: u64) -> Option<u64> {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        if slot.retired || !slot.window.is_fresh_by(horizon) {
+        if slot.retired || !slot.window.is_idle_by(horizon) {
             return None;
         }
         slot.retired = true;
-        Some(slot.window.fresh_from())
+        Some(slot.window.idle_from())
     }
 }

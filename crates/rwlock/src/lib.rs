@@ -17,15 +17,15 @@
 
 use std::sync::{PoisonError, RwLock};
 
-use slidelimit::{ExactLog, KeyedWindows, LockedKeys, StateLock};
+use slidelimit::{ExactLog, KeyTable, MapGuardedLimiter, TableLock};
 
 /// The `RwLock` limiter; `RwLockLimiter::new(limit)` gives the exact log.
-pub type RwLockLimiter<K, W = ExactLog> = LockedKeys<K, W, GlobalRwLock<KeyedWindows<K, W>>>;
+pub type RwLockLimiter<K, W = ExactLog> = MapGuardedLimiter<K, W, GlobalRwLock<KeyTable<K, W>>>;
 
 /// One `RwLock` around all state.
 pub struct GlobalRwLock<T>(RwLock<T>);
 
-impl<T: Send + Sync> StateLock<T> for GlobalRwLock<T> {
+impl<T: Send + Sync> TableLock<T> for GlobalRwLock<T> {
     const NAME: &'static str = "rwlock";
 
     fn new(state: T) -> Self {

@@ -14,28 +14,28 @@ use super::{EntryWatermark, KeyPolicy, Options, SweepBounds};
 use crate::snapshot::{group_usage, saved_key, Conversion, Restored, Snapshot, SnapshotError};
 use crate::sync::retry_hint;
 use crate::window::buckets::{BucketError, RollingBuckets};
-use crate::window::{ring::ExactLog, Retired, Status, WeightError, Window, WindowState};
+use crate::window::{ring::ExactLog, Algorithm, Retired, Status, WeightError, WindowState};
 use crate::{Limit, RateLimiter};
 
-/// One key's guarded window in a [`ConcurrentKeys`] map.
+/// One key's guarded window in a [`EntryGuardedLimiter`] map.
 ///
 /// Every operation answers `Err(Retired)` on an entry that a sweeper has retired (or is
 /// retiring): it decided and recorded nothing, and the caller looks the key up again.
-pub trait KeyEntry: Send + Sync + 'static {
+pub trait GuardedEntry: Send + Sync + 'static {
     /// The window algorithm inside.
-    type Window: Window;
+    type Algorithm: Algorithm;
     /// The variant name reported by [`RateLimiter::name`].
     const NAME: &'static str;
 
     /// A fresh entry with an empty window and an unresolved watermark, built under limits
     /// version `limits_version`.
-    fn new(window: &Self::Window, limits_version: u64) -> Self;
+    fn new(window: &Self::Algorithm, limits_version: u64) -> Self;
 
     /// An entry whose window holds `state` (converted for `window`, see
     /// [`crate::window::state`]) and whose watermark is already resolved to `watermark`: the
     /// replacement of a retired entry (a limit change) or a restored one.
     fn from_state(
-        window: &Self::Window,
+        window: &Self::Algorithm,
         state: &WindowState,
         limits_version: u64,
         watermark: u64,
@@ -88,20 +88,20 @@ pub trait KeyEntry: Send + Sync + 'static {
 
     /// Retires the entry if its window is fresh for every call at or after `horizon`, so that
     /// no operation records anything in it again; returns the tick from which it was fresh.
-    fn retire_if_fresh(&self, horizon: u64) -> Option<u64>;
+    fn retire_if_idle(&self, horizon: u64) -> Option<u64>;
 }
 
 /// A keyed limiter over a concurrent map whose entries guard their own windows.
 ///
 /// Use it through its aliases: [`crate::LockFreeLimiter`] and `slidelimit_per_key_lock::
 /// PerKeyLockLimiter`.
-pub struct ConcurrentKeys<K, E: KeyEntry> {
+pub struct EntryGuardedLimiter<K, E: GuardedEntry> {
     map: KeyMap<K, E>,
     /// Keys a sweep removed while their state was fresh only from a tick above the removal
     /// floor (see [`super::Tombstone`]), in the same shards as `map`.
     tombstones: KeyMap<K, super::Tombstone>,
-    policy: KeyPolicy<E::Window>,
-    limits: LimitTable<K, E::Window>,
+    policy: KeyPolicy<E::Algorithm>,
+    limits: LimitTable<K, E::Algorithm>,
     _keys: PhantomData<fn(K)>,
 }
 
@@ -112,10 +112,10 @@ enum Miss {
     StaleLimit,
 }
 
-impl<K, E> ConcurrentKeys<K, E>
+impl<K, E> EntryGuardedLimiter<K, E>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    E: KeyEntry<Window = ExactLog>,
+    E: GuardedEntry<Algorithm = ExactLog>,
 {
     /// A limiter with the exact sliding log and default [`Options`].
     #[must_use]
@@ -124,10 +124,10 @@ where
     }
 }
 
-impl<K, E> ConcurrentKeys<K, E>
+impl<K, E> EntryGuardedLimiter<K, E>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    E: KeyEntry<Window = RollingBuckets>,
+    E: GuardedEntry<Algorithm = RollingBuckets>,
 {
     /// A limiter with [`RollingBuckets`] (`buckets` buckets over the window, lateness one
     /// bucket) and default [`Options`].
@@ -142,14 +142,14 @@ where
     }
 }
 
-impl<K, E> ConcurrentKeys<K, E>
+impl<K, E> EntryGuardedLimiter<K, E>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    E: KeyEntry,
+    E: GuardedEntry,
 {
     /// A limiter with any window algorithm and explicit [`Options`].
     #[must_use]
-    pub fn with_options(window: E::Window, options: Options) -> Self {
+    pub fn with_options(window: E::Algorithm, options: Options) -> Self {
         let policy = KeyPolicy::new(window.clone(), options);
         Self {
             map: KeyMap::new(policy.hasher.clone(), policy.shards),
@@ -336,7 +336,7 @@ where
     /// one, and the removal floor. The tombstone is read first: a sweep drops one only after
     /// raising the floor past it, so a caller that misses a dropped tombstone sees that floor.
     fn removal_watermark(&self, key: &K) -> u64 {
-        let tombstone = self.tombstones.get_with(key, super::Tombstone::fresh_from);
+        let tombstone = self.tombstones.get_with(key, super::Tombstone::idle_from);
         self.policy.watermark(tombstone)
     }
 
@@ -345,22 +345,22 @@ where
     /// unlinked.
     fn sweep_shard(&self, shard: usize, bounds: SweepBounds) -> usize {
         self.tombstones.sweep_shard(shard, |_, tombstone| {
-            bounds.drops_tombstone(tombstone.fresh_from())
+            bounds.drops_tombstone(tombstone.idle_from())
         });
-        let leave_tombstone = |key: &K, fresh_from: u64| {
+        let leave_tombstone = |key: &K, idle_from: u64| {
             self.tombstones.get_or_insert_with(
                 key,
-                || super::Tombstone::new(fresh_from),
-                |tombstone| tombstone.raise(fresh_from),
+                || super::Tombstone::new(idle_from),
+                |tombstone| tombstone.raise(idle_from),
             );
         };
         // Used only by the loom mutant below.
         let mut left_for_later = Vec::new();
         let removed = self.map.sweep_shard(shard, |key, entry| {
-            let Some(fresh_from) = entry.retire_if_fresh(bounds.horizon()) else {
+            let Some(idle_from) = entry.retire_if_idle(bounds.horizon()) else {
                 return false;
             };
-            if let Some(tombstone) = bounds.tombstone_for(fresh_from) {
+            if let Some(tombstone) = bounds.tombstone_for(idle_from) {
                 if cfg!(slidelimit_loom_mutant = "tombstone_after_unlink") {
                     // Deliberately broken for the loom negative control.
                     left_for_later.push((key.clone(), tombstone));
@@ -378,10 +378,10 @@ where
 }
 
 #[cfg(slidelimit_loom)]
-impl<K, E> ConcurrentKeys<K, E>
+impl<K, E> EntryGuardedLimiter<K, E>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    E: KeyEntry,
+    E: GuardedEntry,
 {
     /// Runs `f` on the entry currently mapped for `key` (without pinning it), for the loom
     /// models' quiescent assertions: which entry survived and what its window holds.
@@ -391,10 +391,10 @@ where
     }
 }
 
-impl<K, E> RateLimiter<K> for ConcurrentKeys<K, E>
+impl<K, E> RateLimiter<K> for EntryGuardedLimiter<K, E>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    E: KeyEntry,
+    E: GuardedEntry,
 {
     fn name(&self) -> &'static str {
         E::NAME
@@ -463,10 +463,10 @@ where
     }
 }
 
-impl<K, E> crate::LimitControl<K> for ConcurrentKeys<K, E>
+impl<K, E> crate::LimitControl<K> for EntryGuardedLimiter<K, E>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    E: KeyEntry,
+    E: GuardedEntry,
 {
     fn set_limit(&self, limit: Limit) {
         self.limits.set_default(limit);
@@ -485,10 +485,10 @@ where
     }
 }
 
-impl<K, E> crate::SavedState<K> for ConcurrentKeys<K, E>
+impl<K, E> crate::SavedState<K> for EntryGuardedLimiter<K, E>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    E: KeyEntry,
+    E: GuardedEntry,
 {
     fn snapshot(&self, now: u64) -> Snapshot<K> {
         let mut keys = Vec::with_capacity(self.map.len());
@@ -504,7 +504,7 @@ where
                 keys.extend(saved);
             });
             self.tombstones.for_each_in_shard(shard, |key, tombstone| {
-                tombstones.push((key.clone(), tombstone.fresh_from()));
+                tombstones.push((key.clone(), tombstone.idle_from()));
             });
         }
         let mut snapshot = Snapshot::empty(
@@ -533,7 +533,7 @@ where
             }));
         snapshot.tombstones.extend(
             self.tombstones
-                .get_with(key, |tombstone| (key.clone(), tombstone.fresh_from())),
+                .get_with(key, |tombstone| (key.clone(), tombstone.idle_from())),
         );
         snapshot
     }
@@ -552,12 +552,12 @@ where
         )?;
         let now = now.min(crate::window::MAX_TICK);
         self.policy.floor.raise_to(snapshot.removal_floor.min(now));
-        for (key, fresh_from) in &snapshot.tombstones {
-            let fresh_from = (*fresh_from).min(now);
+        for (key, idle_from) in &snapshot.tombstones {
+            let idle_from = (*idle_from).min(now);
             self.tombstones.get_or_insert_with(
                 key,
-                || super::Tombstone::new(fresh_from),
-                |tombstone| tombstone.raise(fresh_from),
+                || super::Tombstone::new(idle_from),
+                |tombstone| tombstone.raise(idle_from),
             );
         }
         for (key, state, watermark) in &states {

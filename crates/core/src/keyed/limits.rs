@@ -26,7 +26,7 @@ use std::sync::Arc;
 use super::map::KeyMap;
 use super::KeyHasher;
 use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
-use crate::window::{WeightError, Window};
+use crate::window::{Algorithm, WeightError};
 use crate::{Limit, MAX_REQUESTS};
 
 /// A user's rule for per-key limits: `Some(limit)` for a key with its own limit, `None` for
@@ -63,7 +63,7 @@ pub(crate) struct LimitTable<K, W> {
 impl<K, W> LimitTable<K, W>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    W: Window,
+    W: Algorithm,
 {
     pub(crate) fn new(window: W, hasher: &KeyHasher, shards: usize) -> Self {
         let default = KeyMap::new(hasher.clone(), 1);

@@ -1,5 +1,5 @@
 //! Keys in a plain `HashMap` behind one lock: the shape shared by the global-`Mutex` and the
-//! `RwLock` limiters. The lock crate chooses only the lock ([`StateLock`]); the map, the
+//! `RwLock` limiters. The lock crate chooses only the lock ([`TableLock`]); the map, the
 //! policy and the window algorithm are here and in [`crate::window`].
 
 use std::collections::HashMap;
@@ -11,17 +11,17 @@ use super::{KeyHasher, KeyPolicy, Options, SweepBounds};
 use crate::snapshot::{group_usage, saved_key, Conversion, Restored, Snapshot, SnapshotError};
 use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::WindowState;
-use crate::window::{ring::ExactLog, SequentialWindow, Status, WeightError, Window, MAX_TICK};
+use crate::window::{ring::ExactLog, Algorithm, SequentialWindow, Status, WeightError, MAX_TICK};
 use crate::{Limit, RateLimiter};
 
 /// Each key's window, the removal watermark it was created with, and the limits version its
 /// limit is current for.
-type Shard<K, W> = HashMap<K, (<W as Window>::Sequential, u64, u64), KeyHasher>;
+type Shard<K, W> = HashMap<K, (<W as Algorithm>::Sequential, u64, u64), KeyHasher>;
 
 /// Every key's sequential window, in shards by key hash (like the concurrent map, so that a
 /// table grows one shard at a time and the sweep steps match), with the shared key policy.
-/// Not synchronised: a [`StateLock`] guards it.
-pub struct KeyedWindows<K, W: Window> {
+/// Not synchronised: a [`TableLock`] guards it.
+pub struct KeyTable<K, W: Algorithm> {
     shards: Box<[Shard<K, W>]>,
     /// Removed keys' watermarks above the removal floor (see [`super::Tombstone`]), in the
     /// same shards.
@@ -40,7 +40,7 @@ fn refresh_limit<K, W>(
     limits_version: &mut u64,
 ) where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    W: Window,
+    W: Algorithm,
 {
     let (version, current) = limits.resolve(key);
     if window.limit() != current.limit() {
@@ -49,7 +49,7 @@ fn refresh_limit<K, W>(
     *limits_version = version;
 }
 
-impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W> {
+impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> {
     /// An empty map.
     #[must_use]
     pub fn new(window: W, options: Options) -> Self {
@@ -210,29 +210,29 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W>
 
 /// One step of a sweep over one shard: the concurrent shape's `sweep_shard`, on plain maps.
 /// Returns how many keys it removed.
-fn sweep_shard<K: Hash + Eq + Clone, W: Window>(
+fn sweep_shard<K: Hash + Eq + Clone, W: Algorithm>(
     windows: &mut Shard<K, W>,
     tombstones: &mut HashMap<K, u64, KeyHasher>,
     bounds: SweepBounds,
 ) -> usize {
-    tombstones.retain(|_, fresh_from| !bounds.drops_tombstone(*fresh_from));
+    tombstones.retain(|_, idle_from| !bounds.drops_tombstone(*idle_from));
     let before = windows.len();
     windows.retain(|key, (window, _, _)| {
-        if !window.is_fresh_by(bounds.horizon()) {
+        if !window.is_idle_by(bounds.horizon()) {
             return true;
         }
-        if let Some(fresh_from) = bounds.tombstone_for(window.fresh_from()) {
-            let tombstone = tombstones.entry(key.clone()).or_insert(fresh_from);
-            *tombstone = (*tombstone).max(fresh_from);
+        if let Some(idle_from) = bounds.tombstone_for(window.idle_from()) {
+            let tombstone = tombstones.entry(key.clone()).or_insert(idle_from);
+            *tombstone = (*tombstone).max(idle_from);
         }
         false
     });
     before - windows.len()
 }
 
-/// The lock a lock crate puts around [`KeyedWindows`]: `read` serves `allowed` and `status`,
+/// The lock a lock crate puts around [`KeyTable`]: `read` serves `allowed` and `status`,
 /// `write` everything that records or removes.
-pub trait StateLock<T>: Send + Sync {
+pub trait TableLock<T>: Send + Sync {
     /// The variant name reported by [`RateLimiter::name`].
     const NAME: &'static str;
     /// Wraps `state` in the lock.
@@ -247,16 +247,16 @@ pub trait StateLock<T>: Send + Sync {
 ///
 /// Use it through its aliases `slidelimit_mutex::MutexLimiter` and
 /// `slidelimit_rwlock::RwLockLimiter`.
-pub struct LockedKeys<K, W, L> {
+pub struct MapGuardedLimiter<K, W, L> {
     state: L,
     algorithm: &'static str,
     _state: PhantomData<fn(K, W)>,
 }
 
-impl<K, L> LockedKeys<K, ExactLog, L>
+impl<K, L> MapGuardedLimiter<K, ExactLog, L>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    L: StateLock<KeyedWindows<K, ExactLog>>,
+    L: TableLock<KeyTable<K, ExactLog>>,
 {
     /// A limiter with the exact sliding log and default [`Options`].
     #[must_use]
@@ -265,10 +265,10 @@ where
     }
 }
 
-impl<K, L> LockedKeys<K, RollingBuckets, L>
+impl<K, L> MapGuardedLimiter<K, RollingBuckets, L>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    L: StateLock<KeyedWindows<K, RollingBuckets>>,
+    L: TableLock<KeyTable<K, RollingBuckets>>,
 {
     /// A limiter with [`RollingBuckets`] (`buckets` buckets over the window, lateness one
     /// bucket) and default [`Options`].
@@ -283,24 +283,24 @@ where
     }
 }
 
-impl<K, W, L> LockedKeys<K, W, L>
+impl<K, W, L> MapGuardedLimiter<K, W, L>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    W: Window,
-    L: StateLock<KeyedWindows<K, W>>,
+    W: Algorithm,
+    L: TableLock<KeyTable<K, W>>,
 {
     /// A limiter with any window algorithm and explicit [`Options`].
     #[must_use]
     pub fn with_options(window: W, options: Options) -> Self {
         Self {
             algorithm: window.algorithm(),
-            state: L::new(KeyedWindows::new(window, options)),
+            state: L::new(KeyTable::new(window, options)),
             _state: PhantomData,
         }
     }
 
     /// The limiter with per-key limits from `resolver` (see
-    /// `ConcurrentKeys::with_limit_resolver`).
+    /// `EntryGuardedLimiter::with_limit_resolver`).
     #[must_use]
     pub fn with_limit_resolver(
         self,
@@ -313,11 +313,11 @@ where
     }
 }
 
-impl<K, W, L> RateLimiter<K> for LockedKeys<K, W, L>
+impl<K, W, L> RateLimiter<K> for MapGuardedLimiter<K, W, L>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    W: Window,
-    L: StateLock<KeyedWindows<K, W>>,
+    W: Algorithm,
+    L: TableLock<KeyTable<K, W>>,
 {
     fn name(&self) -> &'static str {
         L::NAME
@@ -365,11 +365,11 @@ where
     }
 }
 
-impl<K, W, L> crate::LimitControl<K> for LockedKeys<K, W, L>
+impl<K, W, L> crate::LimitControl<K> for MapGuardedLimiter<K, W, L>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    W: Window,
-    L: StateLock<KeyedWindows<K, W>>,
+    W: Algorithm,
+    L: TableLock<KeyTable<K, W>>,
 {
     fn set_limit(&self, limit: Limit) {
         self.state.write(|state| state.limits.set_default(limit));
@@ -389,7 +389,7 @@ where
     }
 }
 
-impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W> {
+impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> {
     fn snapshot(&self, now: u64) -> Snapshot<K> {
         let mut keys = Vec::with_capacity(self.tracked);
         for shard in self.shards.iter() {
@@ -432,8 +432,8 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W>
                 .keys
                 .push(saved_key(key.clone(), limit, *watermark, &state));
         }
-        if let Some(fresh_from) = self.tombstones[shard].get(key) {
-            snapshot.tombstones.push((key.clone(), *fresh_from));
+        if let Some(idle_from) = self.tombstones[shard].get(key) {
+            snapshot.tombstones.push((key.clone(), *idle_from));
         }
         snapshot
     }
@@ -462,10 +462,10 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W>
         )?;
         let now = now.min(MAX_TICK);
         self.policy.floor.raise_to(snapshot.removal_floor.min(now));
-        for (key, fresh_from) in &snapshot.tombstones {
+        for (key, idle_from) in &snapshot.tombstones {
             let shard = self.policy.shard_of(key);
             let tombstone = self.tombstones[shard].entry(key.clone()).or_insert(0);
-            *tombstone = (*tombstone).max((*fresh_from).min(now));
+            *tombstone = (*tombstone).max((*idle_from).min(now));
         }
         for (key, state, watermark) in &states {
             // The key's own tombstone and the floor, as a new entry would resolve them.
@@ -496,11 +496,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Window> KeyedWindows<K, W>
     }
 }
 
-impl<K, W, L> crate::SavedState<K> for LockedKeys<K, W, L>
+impl<K, W, L> crate::SavedState<K> for MapGuardedLimiter<K, W, L>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    W: Window,
-    L: StateLock<KeyedWindows<K, W>>,
+    W: Algorithm,
+    L: TableLock<KeyTable<K, W>>,
 {
     fn snapshot(&self, now: u64) -> Snapshot<K> {
         self.state.read(|state| state.snapshot(now))

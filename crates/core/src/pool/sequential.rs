@@ -4,7 +4,7 @@ use super::algorithm::{status, take, LedgerCells, LedgerReads};
 use super::control::Control;
 use super::geometry::PoolGeometry;
 use super::{PoolStatus, Refusal, UseLedger};
-use crate::keyed::sequential::StateLock;
+use crate::keyed::sequential::TableLock;
 
 /// One bucket slot: the first use's sequence number, the opening tick, the cooldown end.
 #[derive(Clone, Copy, Debug, Default)]
@@ -14,7 +14,7 @@ struct Slot {
     cooled_at: u64,
 }
 
-/// The pool's buckets in plain integers; not synchronised (a [`StateLock`] guards it in
+/// The pool's buckets in plain integers; not synchronised (a [`TableLock`] guards it in
 /// [`LockedLedger`]).
 #[derive(Clone, Debug)]
 pub struct SequentialLedger {
@@ -102,7 +102,7 @@ pub struct LockedLedger<L> {
     geometry: PoolGeometry,
 }
 
-impl<L: StateLock<SequentialLedger>> UseLedger for LockedLedger<L> {
+impl<L: TableLock<SequentialLedger>> UseLedger for LockedLedger<L> {
     fn new(geometry: PoolGeometry) -> Self {
         Self {
             state: L::new(SequentialLedger::new(geometry)),

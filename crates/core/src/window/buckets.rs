@@ -121,7 +121,7 @@ use std::fmt;
 pub use packed::MAX_TOTAL_WEIGHT;
 pub use storage::{AtomicBuckets, SequentialBuckets};
 
-use crate::window::{WeightError, Window, WindowKind, WindowState, MAX_TICK};
+use crate::window::{Algorithm, WeightError, WindowKind, WindowState, MAX_TICK};
 use crate::Limit;
 
 /// The most physical buckets (`B + 1 + L`) one window may have: 65,536, 512 KiB per key.
@@ -176,7 +176,7 @@ impl std::error::Error for BucketError {}
 /// same for the three lock variants.
 ///
 /// ```
-/// use slidelimit::{Limit, RollingBuckets, SequentialWindow, Window};
+/// use slidelimit::{Limit, RollingBuckets, SequentialWindow, Algorithm};
 /// // 100 tokens per 60 ticks, in 6 buckets of 10 ticks.
 /// let window = RollingBuckets::new(Limit::new(100, 60)?, 6)?;
 /// assert_eq!((window.bucket_ticks(), window.physical_buckets()), (10, 8));
@@ -295,7 +295,7 @@ impl RollingBuckets {
     }
 }
 
-impl Window for RollingBuckets {
+impl Algorithm for RollingBuckets {
     type Sequential = SequentialBuckets;
     type Atomic = AtomicBuckets;
 

@@ -103,7 +103,7 @@ mod tests;
 pub use atomic::AtomicRing;
 pub use sequential::SequentialRing;
 
-use crate::window::{is_live, Retired, WeightError, Window, WindowKind, WindowState};
+use crate::window::{is_live, Algorithm, Retired, WeightError, WindowKind, WindowState};
 use crate::Limit;
 
 /// The exact sliding log: never more than `max_requests` hits in any window, answers exact
@@ -122,7 +122,7 @@ impl ExactLog {
     }
 }
 
-impl Window for ExactLog {
+impl Algorithm for ExactLog {
     type Sequential = SequentialRing;
     type Atomic = AtomicRing;
 

@@ -48,17 +48,14 @@ fn a_far_future_timestamp_does_not_refuse_later_ordinary_calls() {
 
         // Each removed key is refused below its own newest hit + W, and admitted from there.
         for i in 0..63 {
-            let fresh_from = 1100 + i;
-            assert!(
-                !limiter.allowed(&key(i), fresh_from - 1),
-                "{name}: key #{i}"
-            );
+            let idle_from = 1100 + i;
+            assert!(!limiter.allowed(&key(i), idle_from - 1), "{name}: key #{i}");
             assert_eq!(
-                limiter.status(&key(i), fresh_from - 1).retry_after_ticks,
+                limiter.status(&key(i), idle_from - 1).retry_after_ticks,
                 1,
                 "{name}: key #{i}"
             );
-            assert!(limiter.allowed(&key(i), fresh_from), "{name}: key #{i}");
+            assert!(limiter.allowed(&key(i), idle_from), "{name}: key #{i}");
         }
 
         // Never-seen keys at the real time are all admitted: the floor rose to the observed

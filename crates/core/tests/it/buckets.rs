@@ -16,8 +16,8 @@ use std::thread;
 
 use proptest::prelude::*;
 use slidelimit::{
-    AtomicBuckets, AtomicWindow, BucketError, Limit, LockFreeLimiter, Options, RateLimiter,
-    RollingBuckets, SequentialWindow, Status, Window,
+    Algorithm, AtomicBuckets, AtomicWindow, BucketError, Limit, LockFreeLimiter, Options,
+    RateLimiter, RollingBuckets, SequentialWindow, Status,
 };
 use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;
@@ -410,7 +410,7 @@ proptest! {
         }
     }
 
-    /// From `fresh_from` on, the state answers every call as an empty window does.
+    /// From `idle_from` on, the state answers every call as an empty window does.
     #[test]
     fn fresh_from_is_fresh(
         (window, ops) in window_and_ops(false),
@@ -418,7 +418,7 @@ proptest! {
     ) {
         let mut state = window.new_sequential();
         apply(&mut state, &ops);
-        let from = state.fresh_from();
+        let from = state.idle_from();
         let mut fresh = window.new_sequential();
         let max = window.limit().max_requests();
         for (kind, offset, n) in probes {

@@ -202,7 +202,7 @@ impl<K: Hash + Eq + Clone> Reference<K> {
     }
 
     /// The first tick from which this log answers every call as an empty one would.
-    fn fresh_from(&self, log: &[u64]) -> u64 {
+    fn idle_from(&self, log: &[u64]) -> u64 {
         log.iter()
             .max()
             .map_or(0, |&newest| newest.saturating_add(self.config.window_ticks))
@@ -222,20 +222,20 @@ impl<K: Hash + Eq + Clone> Reference<K> {
             .floor
             .max(clamp(now).min(observed).saturating_sub(lateness));
         let floor = self.floor;
-        self.tombstones.retain(|_, fresh_from| *fresh_from > floor);
+        self.tombstones.retain(|_, idle_from| *idle_from > floor);
         let horizon = clamp(now).saturating_sub(lateness);
         let idle: Vec<(K, u64)> = self
             .logs
             .iter()
-            .map(|(key, log)| (key.clone(), self.fresh_from(log)))
-            .filter(|&(_, fresh_from)| fresh_from <= horizon)
+            .map(|(key, log)| (key.clone(), self.idle_from(log)))
+            .filter(|&(_, idle_from)| idle_from <= horizon)
             .collect();
-        for (key, fresh_from) in &idle {
+        for (key, idle_from) in &idle {
             self.logs.remove(key);
             self.watermarks.remove(key);
-            if *fresh_from > floor {
+            if *idle_from > floor {
                 let tombstone = self.tombstones.entry(key.clone()).or_insert(0);
-                *tombstone = (*tombstone).max(*fresh_from);
+                *tombstone = (*tombstone).max(*idle_from);
             }
         }
         idle.len()

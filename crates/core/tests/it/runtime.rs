@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
 use slidelimit::{
-    Conversion, LimitControl, LockFreeLimiter, ManualClock, Options, RateLimiter, RollingBuckets,
-    SavedState, Snapshot, SnapshotError, Window,
+    Algorithm, Conversion, LimitControl, LockFreeLimiter, ManualClock, Options, RateLimiter,
+    RollingBuckets, SavedState, Snapshot, SnapshotError,
 };
 use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;
@@ -33,7 +33,7 @@ where
 fn variants_with<K, W>(window: W, options: Options) -> Vec<Arc<dyn Full<K>>>
 where
     K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
-    W: Window,
+    W: Algorithm,
 {
     vec![
         Arc::new(LockFreeLimiter::<K, W>::with_options(

@@ -101,13 +101,13 @@ fn a_seal_racing_writers_never_loses_an_admitted_hit() {
         let bounced = answers.contains(&Err(Retired));
         let slots = ring.slot_values();
         match sealed {
-            Some(fresh_from) => {
+            Some(idle_from) => {
                 sealed_over_writer += usize::from(bounced);
                 assert!(
                     admitted.is_empty(),
                     "round {rounds}: sealed, yet {admitted:?} were admitted: a lost hit"
                 );
-                assert_eq!(fresh_from, PREFIX + WINDOW_TICKS, "the prefix's newest + W");
+                assert_eq!(idle_from, PREFIX + WINDOW_TICKS, "the prefix's newest + W");
                 assert!(slots.iter().all(|&value| value == u64::MAX), "{slots:?}");
             }
             None => {
@@ -159,15 +159,15 @@ fn a_bucket_seal_racing_writers_never_loses_an_admitted_weight() {
         );
         let admitted = answers.iter().filter(|&&answer| answer == Ok(true)).count() as u64;
         match sealed {
-            Some(fresh_from) => {
+            Some(idle_from) => {
                 sealed_over_writer += usize::from(answers.contains(&Err(Retired)));
                 assert_eq!(
                     admitted, 0,
-                    "round {rounds}: sealed (fresh from {fresh_from}), yet {answers:?}"
+                    "round {rounds}: sealed (fresh from {idle_from}), yet {answers:?}"
                 );
                 assert!(
-                    fresh_from <= HORIZON,
-                    "round {rounds}: fresh from {fresh_from}"
+                    idle_from <= HORIZON,
+                    "round {rounds}: fresh from {idle_from}"
                 );
                 assert_eq!(buckets.check_and_hit_n(96, 1), Err(Retired));
             }

@@ -408,7 +408,7 @@ pub(super) fn status<C: BucketCells>(cells: &C, now: u64) -> Result<Status, Reti
 /// The first tick from which the window answers every call as an empty one would, or
 /// `u64::MAX` while a reservation or a recycle is in flight. Reads through a seal: the
 /// sweeper judges the sealed state with it.
-pub(super) fn fresh_from<C: BucketCells>(cells: &C) -> u64 {
+pub(super) fn idle_from<C: BucketCells>(cells: &C) -> u64 {
     let geometry = cells.geometry();
     let snap = snapshot(cells);
     let mut cleaned = snap.cleaned;

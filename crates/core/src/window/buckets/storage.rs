@@ -5,7 +5,7 @@
 //! See the parent module: loads `Acquire`, CASes and `fetch_add`s `AcqRel`, `cleaned` raised
 //! with `Release`; each site says which operation it pairs with.
 
-use super::algorithm::{allowed, check_and_hit, fresh_from, hit, snapshot, status, BucketCells};
+use super::algorithm::{allowed, check_and_hit, hit, idle_from, snapshot, status, BucketCells};
 use super::packed::{is_sealed, low, SEALED};
 use super::state::export_words;
 use super::{Geometry, RollingBuckets};
@@ -110,8 +110,8 @@ impl SequentialWindow for SequentialBuckets {
     fn export(&self) -> WindowState {
         export_words(self.geometry, self.word, self.cleaned, &self.buckets)
     }
-    fn fresh_from(&self) -> u64 {
-        fresh_from(self)
+    fn idle_from(&self) -> u64 {
+        idle_from(self)
     }
 }
 
@@ -340,7 +340,7 @@ impl AtomicWindow for AtomicBuckets {
     }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         // A look first: most windows a sweep visits are live, and this changes nothing.
-        let looked = fresh_from(&self);
+        let looked = idle_from(&self);
         if looked > horizon {
             return None;
         }
@@ -366,14 +366,14 @@ impl AtomicWindow for AtomicBuckets {
         // Sealed: no reservation or head advance can happen any more, so this judges every
         // admission there will ever be in this window (one still being recorded, or a
         // recycle not yet subtracted, reads as in flight: u64::MAX).
-        let fresh_from = fresh_from(&self);
-        if fresh_from > horizon {
+        let idle_from = idle_from(&self);
+        if idle_from > horizon {
             // AcqRel: Release hands the window back to the writers that wait on the seal
             // (their snapshot's Acquire load pairs with it); an RMW, so a subtraction that
             // raced the seal keeps its total.
             self.header.word.fetch_and(!SEALED, Ordering::AcqRel);
             return None;
         }
-        Some(fresh_from)
+        Some(idle_from)
     }
 }

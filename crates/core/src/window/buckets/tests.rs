@@ -160,10 +160,10 @@ fn status_reports_when_enough_buckets_expire() {
 fn fresh_from_is_when_nothing_is_retained_and_nobody_is_late() {
     let window = window(2, 1);
     let mut s = window.new_sequential();
-    assert_eq!(s.fresh_from(), 0);
+    assert_eq!(s.idle_from(), 0);
     assert!(s.check_and_hit_n(1, 1));
     assert!(s.check_and_hit_n(6, 1));
-    assert_eq!(s.fresh_from(), 25, "epoch 1 expires at head 1 + NB = 5");
+    assert_eq!(s.idle_from(), 25, "epoch 1 expires at head 1 + NB = 5");
     let before = s.status(24);
     assert_eq!(before.count, 1);
     let fresh = window.new_sequential();
@@ -174,11 +174,11 @@ fn fresh_from_is_when_nothing_is_retained_and_nobody_is_late() {
     let mut s = window.new_sequential();
     s.hit_n(50, 1);
     s.hit_n(10, 1); // expired: dropped
-    assert_eq!(s.fresh_from(), 70);
+    assert_eq!(s.idle_from(), 70);
     let mut s = window.new_sequential();
     assert!(s.check_and_hit_n(100, 1));
     assert!(s.check_and_hit_n(200, 1));
-    assert_eq!(s.fresh_from(), (40 + 4) * 5);
+    assert_eq!(s.idle_from(), (40 + 4) * 5);
 }
 
 #[test]
@@ -224,7 +224,7 @@ fn run_both(window: RollingBuckets, ops: &[(u8, u64, u64)]) -> Vec<bool> {
         assert_eq!(Ok(x), y, "op {kind} at {now} weight {n}");
         answers.push(x);
         assert_eq!(Ok(s.status(now)), a.status(now), "status at {now}");
-        assert_eq!(s.fresh_from(), super::algorithm::fresh_from(&&a));
+        assert_eq!(s.idle_from(), super::algorithm::idle_from(&&a));
         assert_eq!(s.word, a.header.word.load(Ordering::Relaxed));
         assert_eq!(s.cleaned, a.header.cleaned.load(Ordering::Relaxed));
         let buckets: Vec<u64> = a
@@ -338,7 +338,7 @@ fn a_far_jump_forgets_the_old_state_and_refuses_the_past() {
         assert!(!s.check_and_hit_n(3, 1), "far in the past: refused");
         s.hit_n(3, 1);
         assert_eq!(s.status(far).count, 2, "a dead hit is dropped");
-        assert_eq!(s.fresh_from(), far.min(MAX_TICK).saturating_add(6));
+        assert_eq!(s.idle_from(), far.min(MAX_TICK).saturating_add(6));
     }
 }
 

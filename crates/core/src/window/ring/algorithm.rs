@@ -425,7 +425,7 @@ fn live_by_scan<C: RingCells>(
 
 /// The first tick from which a ring whose newest slot value is `newest` answers every call
 /// as an empty ring would.
-pub(super) fn fresh_from_newest(newest: u64, window_ticks: u64) -> u64 {
+pub(super) fn idle_from_newest(newest: u64, window_ticks: u64) -> u64 {
     if newest == EMPTY {
         0
     } else {
@@ -436,7 +436,7 @@ pub(super) fn fresh_from_newest(newest: u64, window_ticks: u64) -> u64 {
 /// Whether every slot's hit has left the window of a caller at `horizon` (a sealed slot
 /// counts as not fresh). Walks back from the slot written last, which in time order holds the
 /// newest hit, so a live key is settled by its first load.
-pub(super) fn is_fresh_by<C: RingCells>(cells: &C, horizon: u64) -> bool {
+pub(super) fn is_idle_by<C: RingCells>(cells: &C, horizon: u64) -> bool {
     let capacity = cells.capacity();
     let window_ticks = cells.window_ticks();
     let newest_first = cells.cursor() + capacity - 1;

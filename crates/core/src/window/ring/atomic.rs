@@ -5,7 +5,7 @@
 mod resort;
 mod seal;
 
-use super::algorithm::{allowed, check_and_hit, fresh_from_newest, hit, status};
+use super::algorithm::{allowed, check_and_hit, hit, idle_from_newest, status};
 use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY, SEALED};
 use crate::sync::{retry_hint, AtomicU32, AtomicU64, Ordering};
 use crate::window::state::Carried;
@@ -369,6 +369,6 @@ impl AtomicWindow for AtomicRing {
             return None;
         }
         let newest = self.seal(horizon)?;
-        Some(fresh_from_newest(newest, self.window_ticks))
+        Some(idle_from_newest(newest, self.window_ticks))
     }
 }

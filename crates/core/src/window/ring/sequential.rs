@@ -1,6 +1,6 @@
 //! The exact log in plain integers, for use under a lock.
 
-use super::algorithm::{allowed, check_and_hit, fresh_from_newest, hit, is_fresh_by, status};
+use super::algorithm::{allowed, check_and_hit, hit, idle_from_newest, is_idle_by, status};
 use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY};
 use crate::window::state::Carried;
 use crate::window::{never_sealed, Retired, SequentialWindow, Status, WindowState};
@@ -194,22 +194,22 @@ impl SequentialWindow for SequentialRing {
     fn export(&self) -> WindowState {
         WindowState::from_slot_values(self.slots.iter().copied(), self.carried)
     }
-    fn fresh_from(&self) -> u64 {
+    fn idle_from(&self) -> u64 {
         let newest = match self.known_order() {
             // Ascending from the oldest: the newest is just before it.
             Some(oldest_at) => self.slots[self.previous(oldest_at)],
             None => self.slots.iter().copied().max().unwrap_or(EMPTY),
         };
-        fresh_from_newest(newest, self.window_ticks)
+        idle_from_newest(newest, self.window_ticks)
     }
-    fn is_fresh_by(&self, horizon: u64) -> bool {
+    fn is_idle_by(&self, horizon: u64) -> bool {
         match self.known_order() {
             Some(oldest_at) => !slot_is_live(
                 self.slots[self.previous(oldest_at)],
                 self.window_ticks,
                 horizon,
             ),
-            None => is_fresh_by(self, horizon),
+            None => is_idle_by(self, horizon),
         }
     }
 }

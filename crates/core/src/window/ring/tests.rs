@@ -1,6 +1,6 @@
 //! Unit tests of the exact log's arithmetic and of the two storages taking the same slots.
 
-use super::algorithm::fresh_from_newest;
+use super::algorithm::idle_from_newest;
 use super::*;
 use crate::window::{AtomicWindow, Retired, SequentialWindow, MAX_TICK};
 
@@ -71,7 +71,7 @@ fn status_reports_retry_after_from_the_oldest_live_hit() {
     let s = r.status(7);
     assert_eq!((s.count, s.remaining, s.retry_after_ticks), (2, 0, 7));
     assert_eq!(r.status(14).remaining, 1);
-    assert_eq!(r.fresh_from(), 16);
+    assert_eq!(r.idle_from(), 16);
 }
 
 #[test]
@@ -80,15 +80,11 @@ fn is_fresh_by_agrees_with_fresh_from_in_any_order() {
     for t in [40, 7, 25, 3, 31, 12] {
         r.hit_n(t, 1);
         for horizon in 0..60 {
-            assert_eq!(
-                r.is_fresh_by(horizon),
-                r.fresh_from() <= horizon,
-                "{horizon}"
-            );
+            assert_eq!(r.is_idle_by(horizon), r.idle_from() <= horizon, "{horizon}");
         }
     }
     assert!(
-        ring(2, 10).is_fresh_by(0),
+        ring(2, 10).is_idle_by(0),
         "an empty ring is fresh from tick 0"
     );
 }
@@ -235,11 +231,7 @@ fn forms_agree_and_the_known_order_is_true_on_random_traces() {
                 );
             }
             let newest = seq.slots.iter().copied().max().unwrap();
-            assert_eq!(
-                seq.fresh_from(),
-                fresh_from_newest(newest, window),
-                "{what}"
-            );
+            assert_eq!(seq.idle_from(), idle_from_newest(newest, window), "{what}");
         }
     }
 }
