@@ -286,6 +286,12 @@ impl Limit {
     /// `q <= 1_000_000` (say `0.3333333333`) is an error, and so is a rate below one request
     /// per 1,000,000 seconds.
     ///
+    /// The window is `q` seconds, and a sliding window admits all `p` hits of a window in one
+    /// burst. A rate with many significant digits often is within 1e-12 of some fraction only
+    /// with a large `q` (4.259074186938086 is 1160027 per 272366 s, a window of three days):
+    /// check [`Limit::window_ticks`], or build the limit with [`Limit::per`] when the window
+    /// matters more than the exact rate.
+    ///
     /// ```
     /// use slidelimit::{Limit, LimitError};
     /// use std::time::Duration;

@@ -144,6 +144,12 @@ fn from_rate_finds_the_smallest_exact_fraction() {
     // 0.7 is not exact in binary either: 7 per 10 s, not 1 per 1.43 s or a rounded window.
     assert_eq!(parts(Limit::from_rate(0.7, MS).unwrap()), (7, 10_000));
     assert_eq!(parts(Limit::from_rate(2.0 / 7.0, SEC).unwrap()), (2, 7));
+    // A rate with many digits: the smallest q that fits is large, and so is the window (as
+    // documented). Checked against a brute-force scan of every q up to 1e6.
+    assert_eq!(
+        parts(Limit::from_rate(4.259_074_186_938_086, SEC).unwrap()),
+        (1_160_027, 272_366)
+    );
     assert_eq!(
         parts(Limit::from_rate(MAX_REQUESTS as f64, SEC).unwrap()),
         (MAX_REQUESTS, 1)
