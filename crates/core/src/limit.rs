@@ -524,6 +524,15 @@ mod rational {
                 smallest_fraction(5.0 + 1e-13),
                 Fraction::Found { p: 5, q: 1 }
             );
+            // The first semiconvergent within the tolerance is in the middle of its run, not at
+            // the run's end (a brute-force scan over q agrees).
+            assert_eq!(
+                smallest_fraction(93.968_704_425_981_2),
+                Fraction::Found {
+                    p: 8_698_589,
+                    q: 92_569
+                }
+            );
             assert_eq!(smallest_fraction(0.3333333333), Fraction::None);
             assert_eq!(smallest_fraction(9.9e-7), Fraction::None);
         }
