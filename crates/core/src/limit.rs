@@ -1,6 +1,13 @@
 //! `Limit`: how many requests a key may make per window, validated once at construction.
+//!
+//! Besides [`Limit::new`] (a count and a window in ticks), the constructors here take the window
+//! as a [`Duration`] and the length of one tick ([`Limit::per`] and its wrappers), or a rate in
+//! requests per second ([`Limit::from_rate`], the seed's `setLimit(double qps)`). None of them
+//! rounds: a period that is not a whole number of ticks, or a rate that is no exact `p / q`, is
+//! a typed error.
 
 use std::fmt;
+use std::time::Duration;
 
 /// At most this many requests per window (2^24): it keeps an exact log at 128 MiB per key
 /// at worst, and leaves the packed counters of the approximate windows room for weights.
@@ -9,7 +16,9 @@ pub const MAX_REQUESTS: u64 = 1 << 24;
 /// A rate limit: at most `max_requests` hits in any window of `window_ticks` ticks.
 ///
 /// Ticks are the caller's unit (seconds, milliseconds, nanoseconds); the window is in the
-/// same unit as the timestamps passed to the limiter.
+/// same unit as the timestamps passed to the limiter. [`Limit::per`], [`Limit::per_second`],
+/// [`Limit::per_minute`], [`Limit::per_hour`] and [`Limit::from_rate`] build one from a
+/// [`Duration`] or a rate, given the tick length.
 ///
 /// ```
 /// use slidelimit::{Limit, LimitError};
@@ -35,9 +44,60 @@ pub enum LimitError {
     ZeroWindow,
     /// `max_requests` was above [`MAX_REQUESTS`].
     TooManyRequests {
-        /// The value asked for.
+        /// The value asked for (`u64::MAX` when it does not fit in a `u64`).
         max_requests: u64,
     },
+    /// The tick length was zero: no period is a whole number of empty ticks.
+    ZeroTick,
+    /// The period was not a whole number of ticks (a period shorter than one tick included):
+    /// the window would have to be rounded, which would change the limit.
+    NotWholeTicks {
+        /// The period asked for.
+        period: Duration,
+        /// The tick length.
+        tick: Duration,
+    },
+    /// The period holds more than `u64::MAX` ticks.
+    WindowOverflow {
+        /// The period asked for.
+        period: Duration,
+        /// The tick length.
+        tick: Duration,
+    },
+    /// The rate was NaN, infinite, zero or negative.
+    InvalidRate {
+        /// The rate's bits ([`f64::to_bits`]), so that the error stays `Eq`; see
+        /// [`LimitError::rate`].
+        per_second_bits: u64,
+    },
+    /// The rate is not `p` requests per `q` seconds, within a relative 1e-12, for any whole
+    /// `q` up to [`Limit::MAX_RATE_PERIOD_SECS`].
+    InexactRate {
+        /// The rate's bits ([`f64::to_bits`]), so that the error stays `Eq`; see
+        /// [`LimitError::rate`].
+        per_second_bits: u64,
+    },
+}
+
+impl LimitError {
+    /// The rate, in requests per second, that [`LimitError::InvalidRate`] or
+    /// [`LimitError::InexactRate`] refused; `None` for the other variants.
+    ///
+    /// ```
+    /// use slidelimit::Limit;
+    /// use std::time::Duration;
+    /// let err = Limit::from_rate(-2.0, Duration::from_millis(1)).unwrap_err();
+    /// assert_eq!(err.rate(), Some(-2.0));
+    /// ```
+    #[must_use]
+    pub const fn rate(&self) -> Option<f64> {
+        match *self {
+            Self::InvalidRate { per_second_bits } | Self::InexactRate { per_second_bits } => {
+                Some(f64::from_bits(per_second_bits))
+            }
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for LimitError {
@@ -49,6 +109,27 @@ impl fmt::Display for LimitError {
                 f,
                 "max_requests {max_requests} is above the supported maximum {MAX_REQUESTS}"
             ),
+            Self::ZeroTick => f.write_str("the tick length must be above zero"),
+            Self::NotWholeTicks { period, tick } => write!(
+                f,
+                "period {period:?} is not a whole, nonzero number of {tick:?} ticks"
+            ),
+            Self::WindowOverflow { period, tick } => write!(
+                f,
+                "period {period:?} holds more than u64::MAX ticks of {tick:?}"
+            ),
+            Self::InvalidRate { per_second_bits } => write!(
+                f,
+                "rate {} per second must be finite and above zero",
+                f64::from_bits(*per_second_bits)
+            ),
+            Self::InexactRate { per_second_bits } => write!(
+                f,
+                "rate {} per second is not p requests per q seconds (within 1e-12) for any \
+                 whole q up to {}",
+                f64::from_bits(*per_second_bits),
+                Limit::MAX_RATE_PERIOD_SECS
+            ),
         }
     }
 }
@@ -56,6 +137,11 @@ impl fmt::Display for LimitError {
 impl std::error::Error for LimitError {}
 
 impl Limit {
+    /// The longest period, in seconds, that [`Limit::from_rate`] considers: a rate is read as
+    /// `p` requests per `q` seconds with `q` at most this (so the slowest rate it accepts is one
+    /// request per 1,000,000 seconds, about 11.6 days).
+    pub const MAX_RATE_PERIOD_SECS: u64 = 1_000_000;
+
     /// A limit of `max_requests` hits per `window_ticks` ticks.
     ///
     /// # Errors
@@ -87,5 +173,368 @@ impl Limit {
     #[must_use]
     pub const fn window_ticks(&self) -> u64 {
         self.window_ticks
+    }
+
+    /// `max_requests` hits per `period`, for timestamps counted in ticks of length `tick`.
+    ///
+    /// The window is `period / tick` ticks, which must be a whole number: nothing is rounded.
+    /// Use `Duration::from_nanos(1)` for [`MonotonicClock`](crate::MonotonicClock) timestamps,
+    /// `Duration::from_millis(1)` for milliseconds.
+    ///
+    /// ```
+    /// use slidelimit::{Limit, LimitError};
+    /// use std::time::Duration;
+    /// let ms = Duration::from_millis(1);
+    /// let limit = Limit::per(10, Duration::from_millis(1500), ms)?;
+    /// assert_eq!((limit.max_requests(), limit.window_ticks()), (10, 1500));
+    ///
+    /// // 1.5 s is not a whole number of seconds: an error, not a rounded window.
+    /// let err = Limit::per(10, Duration::from_millis(1500), Duration::from_secs(1));
+    /// assert!(matches!(err, Err(LimitError::NotWholeTicks { .. })));
+    /// # Ok::<(), LimitError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Checked in this order: [`LimitError::ZeroTick`] for a zero `tick`;
+    /// [`LimitError::NotWholeTicks`] when `period` is not a multiple of `tick` (a nonzero
+    /// period shorter than one tick included); [`LimitError::WindowOverflow`] when the window
+    /// is more than `u64::MAX` ticks; then those of [`Limit::new`]
+    /// ([`LimitError::ZeroMaxRequests`], [`LimitError::ZeroWindow`] for a zero `period`,
+    /// [`LimitError::TooManyRequests`]).
+    pub const fn per(
+        max_requests: u64,
+        period: Duration,
+        tick: Duration,
+    ) -> Result<Self, LimitError> {
+        let tick_nanos = tick.as_nanos();
+        if tick_nanos == 0 {
+            return Err(LimitError::ZeroTick);
+        }
+        let period_nanos = period.as_nanos();
+        if period_nanos % tick_nanos != 0 {
+            return Err(LimitError::NotWholeTicks { period, tick });
+        }
+        let window_ticks = period_nanos / tick_nanos;
+        if window_ticks > u64::MAX as u128 {
+            return Err(LimitError::WindowOverflow { period, tick });
+        }
+        // The check above makes the cast lossless.
+        Self::new(max_requests, window_ticks as u64)
+    }
+
+    /// `max_requests` hits per second, in ticks of length `tick`: [`Limit::per`] with a period
+    /// of one second.
+    ///
+    /// ```
+    /// use slidelimit::Limit;
+    /// use std::time::Duration;
+    /// let limit = Limit::per_second(1_000_000, Duration::from_nanos(1))?;
+    /// assert_eq!(limit.window_ticks(), 1_000_000_000);
+    /// # Ok::<(), slidelimit::LimitError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Those of [`Limit::per`].
+    pub const fn per_second(max_requests: u64, tick: Duration) -> Result<Self, LimitError> {
+        Self::per(max_requests, Duration::from_secs(1), tick)
+    }
+
+    /// `max_requests` hits per minute, in ticks of length `tick`: [`Limit::per`] with a period
+    /// of 60 seconds.
+    ///
+    /// ```
+    /// use slidelimit::Limit;
+    /// use std::time::Duration;
+    /// let limit = Limit::per_minute(100, Duration::from_secs(1))?;
+    /// assert_eq!((limit.max_requests(), limit.window_ticks()), (100, 60));
+    /// # Ok::<(), slidelimit::LimitError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Those of [`Limit::per`].
+    pub const fn per_minute(max_requests: u64, tick: Duration) -> Result<Self, LimitError> {
+        Self::per(max_requests, Duration::from_secs(60), tick)
+    }
+
+    /// `max_requests` hits per hour, in ticks of length `tick`: [`Limit::per`] with a period of
+    /// 3,600 seconds.
+    ///
+    /// ```
+    /// use slidelimit::Limit;
+    /// use std::time::Duration;
+    /// let limit = Limit::per_hour(5_000, Duration::from_millis(1))?;
+    /// assert_eq!((limit.max_requests(), limit.window_ticks()), (5_000, 3_600_000));
+    /// # Ok::<(), slidelimit::LimitError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Those of [`Limit::per`].
+    pub const fn per_hour(max_requests: u64, tick: Duration) -> Result<Self, LimitError> {
+        Self::per(max_requests, Duration::from_secs(3_600), tick)
+    }
+
+    /// A limit of `per_second` requests per second (the seed's `setLimit(double qps)`), as the
+    /// exact fraction `p` requests per `q` seconds with the smallest `q`, in ticks of length
+    /// `tick`.
+    ///
+    /// The fraction is the one with the smallest whole `q` (at most
+    /// [`Limit::MAX_RATE_PERIOD_SECS`]) such that `|p / q - per_second| <= per_second * 1e-12`,
+    /// found among the continued-fraction approximations of the `f64` and checked in exact
+    /// integer arithmetic. So `0.1` (not exact in binary) is 1 request per 10 s, `0.5` is 1 per
+    /// 2 s, `2.5` is 5 per 2 s and `1.0 / 3.0` is 1 per 3 s. Nothing is rounded beyond that
+    /// tolerance: a rate typed with too few digits to be within 1e-12 of a fraction with
+    /// `q <= 1_000_000` (say `0.3333333333`) is an error, and so is a rate below one request
+    /// per 1,000,000 seconds.
+    ///
+    /// The window is `q` seconds, and a sliding window admits all `p` hits of a window in one
+    /// burst. A rate with many significant digits often is within 1e-12 of some fraction only
+    /// with a large `q` (4.259074186938086 is 1160027 per 272366 s, a window of three days):
+    /// check [`Limit::window_ticks`], or build the limit with [`Limit::per`] when the window
+    /// matters more than the exact rate.
+    ///
+    /// ```
+    /// use slidelimit::{Limit, LimitError};
+    /// use std::time::Duration;
+    /// let ms = Duration::from_millis(1);
+    /// let limit = Limit::from_rate(2.5, ms)?;
+    /// assert_eq!((limit.max_requests(), limit.window_ticks()), (5, 2_000));
+    /// assert_eq!(limit.rate_per_second(ms), 2.5);
+    ///
+    /// let limit = Limit::from_rate(0.1, ms)?;
+    /// assert_eq!((limit.max_requests(), limit.window_ticks()), (1, 10_000));
+    ///
+    /// assert!(matches!(Limit::from_rate(f64::NAN, ms), Err(LimitError::InvalidRate { .. })));
+    /// # Ok::<(), LimitError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`LimitError::InvalidRate`] for a NaN, infinite, zero or negative rate;
+    /// [`LimitError::InexactRate`] when no fraction with `q <= MAX_RATE_PERIOD_SECS` is within
+    /// the tolerance; [`LimitError::TooManyRequests`] when `p` is above [`MAX_REQUESTS`]; then
+    /// [`LimitError::ZeroTick`], [`LimitError::NotWholeTicks`] (a tick that does not divide
+    /// `q` seconds) or [`LimitError::WindowOverflow`], as from [`Limit::per`].
+    pub fn from_rate(per_second: f64, tick: Duration) -> Result<Self, LimitError> {
+        let per_second_bits = per_second.to_bits();
+        if !per_second.is_finite() || per_second <= 0.0 {
+            return Err(LimitError::InvalidRate { per_second_bits });
+        }
+        let (p, q) = match rational::smallest_fraction(per_second) {
+            rational::Fraction::Found { p, q } => (p, q),
+            rational::Fraction::TooLarge { p } => {
+                return Err(LimitError::TooManyRequests { max_requests: p })
+            }
+            rational::Fraction::None => return Err(LimitError::InexactRate { per_second_bits }),
+        };
+        if p > MAX_REQUESTS {
+            return Err(LimitError::TooManyRequests { max_requests: p });
+        }
+        Self::per(p, Duration::from_secs(q), tick)
+    }
+
+    /// The limit's rate in requests per second, when a tick lasts `tick`:
+    /// `max_requests / (window_ticks * tick)`, computed as one division of two `f64`s (so
+    /// exact whenever `max_requests * 1e9` and `window_ticks * tick` in nanoseconds are below
+    /// 2^53, as for every limit [`Limit::from_rate`] builds from `p / q` with small `p`, `q`).
+    ///
+    /// A zero `tick` gives `f64::INFINITY`.
+    ///
+    /// ```
+    /// use slidelimit::Limit;
+    /// use std::time::Duration;
+    /// let ms = Duration::from_millis(1);
+    /// assert_eq!(Limit::per_minute(30, ms)?.rate_per_second(ms), 0.5);
+    /// # Ok::<(), slidelimit::LimitError>(())
+    /// ```
+    #[must_use]
+    pub fn rate_per_second(&self, tick: Duration) -> f64 {
+        // u64 -> f64 and u128 -> f64 round to nearest; exact below 2^53, which is what matters.
+        let (requests_nanos, window_nanos) = (
+            self.max_requests as f64 * 1e9,
+            self.window_ticks as f64 * tick.as_nanos() as f64,
+        );
+        requests_nanos / window_nanos
+    }
+
+    /// The window as a [`Duration`], when a tick lasts `tick`; `None` if it does not fit in a
+    /// `Duration`.
+    ///
+    /// ```
+    /// use slidelimit::Limit;
+    /// use std::time::Duration;
+    /// let limit = Limit::per_hour(10, Duration::from_millis(1))?;
+    /// assert_eq!(limit.window_duration(Duration::from_millis(1)), Some(Duration::from_secs(3_600)));
+    /// # Ok::<(), slidelimit::LimitError>(())
+    /// ```
+    #[must_use]
+    pub fn window_duration(&self, tick: Duration) -> Option<Duration> {
+        let ticks = u32::try_from(self.window_ticks).ok();
+        match ticks {
+            Some(ticks) => tick.checked_mul(ticks),
+            None => {
+                // Beyond u32 ticks: multiply in nanoseconds, which is exact.
+                let nanos = tick.as_nanos().checked_mul(u128::from(self.window_ticks))?;
+                let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
+                // The remainder is below 1e9, so it fits in a u32.
+                Some(Duration::new(secs, (nanos % 1_000_000_000) as u32))
+            }
+        }
+    }
+}
+
+/// The smallest-denominator fraction within a relative tolerance of an `f64`, in exact integer
+/// arithmetic.
+mod rational {
+    use super::Limit;
+
+    /// The tolerance, as its inverse: `|p / q - r| <= r / TOLERANCE_INV`.
+    const TOLERANCE_INV: u128 = 1_000_000_000_000;
+
+    /// Below this rate even `1 / MAX_RATE_PERIOD_SECS` is too far: no fraction fits. Keeping
+    /// such rates out also bounds the binary exponent, so the rate's denominator fits in a
+    /// `u128` (at most 2^76).
+    const MIN_RATE: f64 = 1e-7;
+
+    /// From 2^53 up every `f64` is an integer: `p = r`, `q = 1`, and far above
+    /// [`MAX_REQUESTS`](super::MAX_REQUESTS).
+    const INTEGER_RATE: f64 = 9_007_199_254_740_992.0;
+
+    #[derive(Debug, PartialEq, Eq)]
+    pub(super) enum Fraction {
+        /// `p / q` in lowest terms (convergents and semiconvergents always are).
+        Found { p: u64, q: u64 },
+        /// The fraction's `p` does not fit in a `u64` (`p` is `u64::MAX` then), or the rate is
+        /// an integer of at least 2^53, `p` itself.
+        TooLarge { p: u64 },
+        /// No `q <= MAX_RATE_PERIOD_SECS` gives a fraction within the tolerance.
+        None,
+    }
+
+    /// `r` as `n / d`, exactly, in lowest terms; `r` is finite, in `[MIN_RATE, INTEGER_RATE)`.
+    fn exact(r: f64) -> (u128, u128) {
+        let bits = r.to_bits();
+        let biased_exponent = (bits >> 52) & 0x7ff;
+        // r >= MIN_RATE is normal: the implicit leading bit is there.
+        let mantissa = u128::from((bits & ((1 << 52) - 1)) | (1 << 52));
+        // r = mantissa * 2^(biased_exponent - 1075); r < 2^53 makes the shift at least 0 and
+        // r >= 1e-7 (> 2^-24) makes it at most 76.
+        let shift = 1075 - biased_exponent;
+        let common = mantissa.trailing_zeros().min(shift as u32);
+        (mantissa >> common, 1u128 << (shift as u32 - common))
+    }
+
+    /// Whether `p / q` is within the tolerance of `n / d`: `|p d - q n| * TOL_INV <= q n`.
+    fn close(p: u128, q: u128, n: u128, d: u128) -> bool {
+        // p <= (r + 1) q, so p d <= (n + d) q < 2^97 (n < 2^53, d <= 2^76, q < 2^20) and
+        // q n < 2^73: neither product overflows. A difference whose product with
+        // TOLERANCE_INV overflows is far above q n.
+        let diff = (p * d).abs_diff(q * n);
+        diff.checked_mul(TOLERANCE_INV)
+            .is_some_and(|lhs| lhs <= q * n)
+    }
+
+    /// The fraction with the smallest `q <= MAX_RATE_PERIOD_SECS` within the tolerance of `r`,
+    /// a finite rate above zero.
+    ///
+    /// That fraction is closer to `r` than every fraction with a smaller denominator, so it is
+    /// a best approximation: a convergent or a semiconvergent of `r`'s continued fraction.
+    /// These are walked in order of increasing denominator; within one run of semiconvergents
+    /// the distance to `r` falls as the denominator grows, so a binary search finds the first
+    /// one within the tolerance.
+    pub(super) fn smallest_fraction(r: f64) -> Fraction {
+        if r < MIN_RATE {
+            return Fraction::None;
+        }
+        if r >= INTEGER_RATE {
+            // `as` saturates: a rate of 2^64 or more reports u64::MAX.
+            return Fraction::TooLarge { p: r as u64 };
+        }
+        let max_q = u128::from(Limit::MAX_RATE_PERIOD_SECS);
+        let (n, d) = exact(r);
+        // Euclid on n / d: the remainder pair (num, den) and the last two convergents
+        // (h1 / k1 the older, h2 / k2 the newer), starting from 0 / 1 and 1 / 0.
+        let (mut num, mut den) = (n, d);
+        let (mut h1, mut k1, mut h2, mut k2) = (0u128, 1u128, 1u128, 0u128);
+        while den != 0 {
+            let a = num / den;
+            (num, den) = (den, num % den);
+            // The semiconvergents (h1 + j h2) / (k1 + j k2), j = 1..=a; j = a is the next
+            // convergent. Those beyond max_q are out of bounds; in the first run (k2 == 0) every
+            // denominator is k1 = 1.
+            let j_max = (max_q - k1).checked_div(k2).map_or(a, |bound| a.min(bound));
+            let found = |j: u128| close(h1 + j * h2, k1 + j * k2, n, d);
+            if j_max >= 1 && found(j_max) {
+                // Binary search for the first j in 1..=j_max within the tolerance.
+                let (mut lo, mut hi) = (1u128, j_max);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if found(mid) {
+                        hi = mid;
+                    } else {
+                        lo = mid + 1;
+                    }
+                }
+                let (p, q) = (h1 + lo * h2, k1 + lo * k2);
+                // q <= max_q fits in a u64; p may not.
+                return match u64::try_from(p) {
+                    Ok(p) => Fraction::Found { p, q: q as u64 },
+                    Err(_) => Fraction::TooLarge { p: u64::MAX },
+                };
+            }
+            if j_max < a {
+                // The next convergent's denominator is above max_q.
+                return Fraction::None;
+            }
+            (h1, k1, h2, k2) = (h2, k2, h1 + a * h2, k1 + a * k2);
+        }
+        // Unreachable in practice: the last convergent is n / d itself, which is within the
+        // tolerance, so the loop returns or runs out of denominators first.
+        Fraction::None
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::{exact, smallest_fraction, Fraction};
+
+        #[test]
+        fn exact_is_the_f64_value() {
+            assert_eq!(exact(1.0), (1, 1));
+            assert_eq!(exact(2.5), (5, 2));
+            assert_eq!(exact(1200.0), (1200, 1));
+            assert_eq!(exact(0.375), (3, 8));
+            let (n, d) = exact(0.1);
+            assert_eq!((n, d), (3_602_879_701_896_397, 1 << 55));
+        }
+
+        #[test]
+        fn smallest_denominator_wins() {
+            assert_eq!(smallest_fraction(0.1), Fraction::Found { p: 1, q: 10 });
+            assert_eq!(smallest_fraction(1.0 / 3.0), Fraction::Found { p: 1, q: 3 });
+            assert_eq!(smallest_fraction(2.0 / 3.0), Fraction::Found { p: 2, q: 3 });
+            assert_eq!(
+                smallest_fraction(1e-6),
+                Fraction::Found { p: 1, q: 1_000_000 }
+            );
+            assert_eq!(smallest_fraction(7.0), Fraction::Found { p: 7, q: 1 });
+            // Just below and above an integer: the integer, from either side of the fraction.
+            assert_eq!(
+                smallest_fraction(5.0 - 1e-13),
+                Fraction::Found { p: 5, q: 1 }
+            );
+            assert_eq!(
+                smallest_fraction(5.0 + 1e-13),
+                Fraction::Found { p: 5, q: 1 }
+            );
+            // The first semiconvergent within the tolerance is in the middle of its run, not at
+            // the run's end (a brute-force scan over q agrees).
+            assert_eq!(
+                smallest_fraction(93.968_704_425_981_2),
+                Fraction::Found {
+                    p: 8_698_589,
+                    q: 92_569
+                }
+            );
+            assert_eq!(smallest_fraction(0.3333333333), Fraction::None);
+            assert_eq!(smallest_fraction(9.9e-7), Fraction::None);
+        }
     }
 }

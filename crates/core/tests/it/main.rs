@@ -7,6 +7,7 @@
 mod bad_input;
 mod buckets;
 mod edges;
+mod limit;
 mod memory;
 mod pool;
 mod properties;
