@@ -18,7 +18,8 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use slidelimit::{Algorithm, AtomicBuckets, AtomicWindow, Limit, RollingBuckets};
+use slidelimit::raw::{Algorithm, AtomicBuckets, AtomicWindow};
+use slidelimit::{Limit, RollingBuckets};
 use slidelimit_loom::{check, WINDOW_TICKS};
 
 /// Buckets per window: 2 buckets of 5 ticks.

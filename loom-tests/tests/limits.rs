@@ -39,9 +39,9 @@
 
 use loom::sync::Arc;
 use loom::thread;
+use slidelimit::raw::GuardedEntry;
 use slidelimit::{
-    ExactLog, GuardedEntry, Limit, LimitControl, LockFreeLimiter, Options, RateLimiter,
-    RollingBuckets,
+    ExactLog, Limit, LimitControl, LockFreeLimiter, Options, RateLimiter, RollingBuckets,
 };
 use slidelimit_loom::{assert_no_seal, assert_window_safe, check, RingState, WINDOW_TICKS};
 

@@ -11,7 +11,8 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use slidelimit::{AtomicRing, AtomicWindow, Limit};
+use slidelimit::raw::{AtomicRing, AtomicWindow};
+use slidelimit::Limit;
 use slidelimit_loom::{
     assert_blocked_until_bound, assert_refusal_justified, assert_slots_grew, assert_window_safe,
     check, slot_value, RingState, WINDOW_TICKS,

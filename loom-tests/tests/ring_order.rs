@@ -14,7 +14,8 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use slidelimit::{AtomicRing, AtomicWindow, Limit};
+use slidelimit::raw::{AtomicRing, AtomicWindow};
+use slidelimit::Limit;
 use slidelimit_loom::{
     assert_no_seal, assert_refusal_justified, assert_window_safe, check, RingState, WINDOW_TICKS,
 };

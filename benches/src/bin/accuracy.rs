@@ -29,10 +29,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
-use slidelimit::{
-    Algorithm, ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets,
-    SequentialWindow,
-};
+use slidelimit::raw::{Algorithm, SequentialWindow};
+use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets};
 use slidelimit_bench::provenance::{cpu_model, git_commit};
 use slidelimit_bench::rng::SplitMix64;
 use slidelimit_bench::zipf::Zipf;

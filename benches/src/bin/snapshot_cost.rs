@@ -15,9 +15,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use slidelimit::raw::Algorithm;
 use slidelimit::{
-    Algorithm, Conversion, ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets,
-    SavedState, Snapshot,
+    Conversion, ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets, SavedState,
+    Snapshot,
 };
 use slidelimit_bench::provenance;
 use slidelimit_bench::rng::mix64;

@@ -50,29 +50,22 @@ mod limit;
 mod limiter;
 mod lockfree;
 pub mod pool;
+pub mod raw;
 pub mod snapshot;
 mod sync;
 pub mod window;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
-pub use keyed::concurrent::{EntryGuardedLimiter, GuardedEntry};
 pub use keyed::limits::LimitResolver;
-pub use keyed::sequential::{KeyTable, MapGuardedLimiter, TableLock};
-pub use keyed::{EntryWatermark, Options};
+pub use keyed::Options;
 pub use limit::{Limit, LimitError, MAX_REQUESTS};
 pub use limiter::{LimitControl, RateLimiter};
-pub use lockfree::{LockFreeEntry, LockFreeLimiter};
+pub use lockfree::LockFreeLimiter;
 pub use pool::{KeyPool, PoolError, PoolMode, PoolStatus, Refusal};
 pub use snapshot::{Conversion, Restored, SavedState, Snapshot, SnapshotError};
-pub use window::buckets::{
-    AtomicBuckets, BucketError, RollingBuckets, SequentialBuckets, MAX_PHYSICAL_BUCKETS,
-    MAX_TOTAL_WEIGHT,
-};
-pub use window::ring::{AtomicRing, ExactLog, SequentialRing};
-pub use window::{
-    Algorithm, AtomicWindow, Retired, SequentialWindow, StateError, Status, WeightError,
-    WindowKind, WindowState,
-};
+pub use window::buckets::{BucketError, RollingBuckets};
+pub use window::ring::ExactLog;
+pub use window::{Status, WeightError};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

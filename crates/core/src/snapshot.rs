@@ -303,7 +303,7 @@ impl<K> Snapshot<K> {
 
     /// Checks that this snapshot may be restored into a limiter of window `window`, default
     /// limit `default` and tick `tick_nanos` under `conversion`.
-    pub(crate) fn check_fits<W: crate::Algorithm>(
+    pub(crate) fn check_fits<W: crate::raw::Algorithm>(
         &self,
         window: &W,
         tick_nanos: Option<u64>,
@@ -329,7 +329,7 @@ impl<K> Snapshot<K> {
     }
 
     /// An empty snapshot of a limiter with `window` as its default, stamped `now`.
-    pub(crate) fn empty<W: crate::Algorithm>(
+    pub(crate) fn empty<W: crate::raw::Algorithm>(
         window: &W,
         tick_nanos: Option<u64>,
         removal_floor: u64,
@@ -355,7 +355,7 @@ impl<K> Snapshot<K> {
 fn over_limit(state: &WindowState, limit: Limit, window: SavedWindow) -> bool {
     match window {
         SavedWindow::ExactLog => state.total_weight() > limit.max_requests(),
-        SavedWindow::RollingBuckets(..) => state.total_weight() > crate::MAX_TOTAL_WEIGHT,
+        SavedWindow::RollingBuckets(..) => state.total_weight() > crate::raw::MAX_TOTAL_WEIGHT,
     }
 }
 

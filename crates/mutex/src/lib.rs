@@ -19,7 +19,8 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use slidelimit::pool::{KeyPool, LockedLedger, SequentialLedger};
-use slidelimit::{ExactLog, KeyTable, MapGuardedLimiter, TableLock};
+use slidelimit::raw::{KeyTable, MapGuardedLimiter, TableLock};
+use slidelimit::ExactLog;
 
 /// The global-`Mutex` limiter; `MutexLimiter::new(limit)` gives the exact log.
 pub type MutexLimiter<K, W = ExactLog> = MapGuardedLimiter<K, W, GlobalMutex<KeyTable<K, W>>>;

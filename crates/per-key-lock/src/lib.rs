@@ -20,11 +20,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use slidelimit::window::WindowState;
-use slidelimit::{
-    Algorithm, EntryGuardedLimiter, EntryWatermark, ExactLog, GuardedEntry, Limit, Retired,
-    SequentialWindow, Status,
+use slidelimit::raw::{
+    Algorithm, EntryGuardedLimiter, EntryWatermark, GuardedEntry, Retired, SequentialWindow,
 };
+use slidelimit::window::WindowState;
+use slidelimit::{ExactLog, Limit, Status};
 
 /// The per-key-lock limiter; `PerKeyLockLimiter::new(limit)` gives the exact log.
 pub type PerKeyLockLimiter<K, W = ExactLog> = EntryGuardedLimiter<K, KeyMutex<W>>;

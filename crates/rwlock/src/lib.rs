@@ -17,7 +17,8 @@
 
 use std::sync::{PoisonError, RwLock};
 
-use slidelimit::{ExactLog, KeyTable, MapGuardedLimiter, TableLock};
+use slidelimit::raw::{KeyTable, MapGuardedLimiter, TableLock};
+use slidelimit::ExactLog;
 
 /// The `RwLock` limiter; `RwLockLimiter::new(limit)` gives the exact log.
 pub type RwLockLimiter<K, W = ExactLog> = MapGuardedLimiter<K, W, GlobalRwLock<KeyTable<K, W>>>;

@@ -65,22 +65,22 @@ pub trait GuardedEntry: Send + Sync + 'static {
     /// resolved on first use, see [`EntryWatermark`].
     fn watermark(&self) -> &EntryWatermark;
 
-    /// See [`crate::SequentialWindow::hit_n`].
+    /// See [`crate::raw::SequentialWindow::hit_n`].
     ///
     /// # Errors
     /// [`Retired`]: nothing was recorded; look the key up again.
     fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired>;
-    /// See [`crate::SequentialWindow::check_and_hit_n`].
+    /// See [`crate::raw::SequentialWindow::check_and_hit_n`].
     ///
     /// # Errors
     /// [`Retired`]: nothing was decided or recorded; look the key up again.
     fn check_and_hit_n(&self, now: u64, n: u64) -> Result<bool, Retired>;
-    /// See [`crate::SequentialWindow::allowed_n`].
+    /// See [`crate::raw::SequentialWindow::allowed_n`].
     ///
     /// # Errors
     /// [`Retired`]: look the key up again.
     fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired>;
-    /// See [`crate::SequentialWindow::status`].
+    /// See [`crate::raw::SequentialWindow::status`].
     ///
     /// # Errors
     /// [`Retired`]: look the key up again.

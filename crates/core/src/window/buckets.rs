@@ -176,7 +176,8 @@ impl std::error::Error for BucketError {}
 /// same for the three lock variants.
 ///
 /// ```
-/// use slidelimit::{Limit, RollingBuckets, SequentialWindow, Algorithm};
+/// use slidelimit::{Limit, RollingBuckets};
+/// use slidelimit::raw::{SequentialWindow, Algorithm};
 /// // 100 tokens per 60 ticks, in 6 buckets of 10 ticks.
 /// let window = RollingBuckets::new(Limit::new(100, 60)?, 6)?;
 /// assert_eq!((window.bucket_ticks(), window.physical_buckets()), (10, 8));

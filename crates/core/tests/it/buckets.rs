@@ -15,9 +15,9 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use proptest::prelude::*;
+use slidelimit::raw::{Algorithm, AtomicBuckets, AtomicWindow, SequentialWindow};
 use slidelimit::{
-    Algorithm, AtomicBuckets, AtomicWindow, BucketError, Limit, LockFreeLimiter, Options,
-    RateLimiter, RollingBuckets, SequentialWindow, Status,
+    BucketError, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets, Status,
 };
 use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;

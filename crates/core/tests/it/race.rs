@@ -19,7 +19,8 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 
-use slidelimit::{AtomicRing, AtomicWindow, Options};
+use slidelimit::raw::{AtomicRing, AtomicWindow};
+use slidelimit::Options;
 
 use crate::variants::{all_variants, limit};
 

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::thread;
 
+use slidelimit::raw::{AtomicRing, AtomicWindow};
 use slidelimit::window::ring::slot_probes_on_this_thread;
-use slidelimit::{AtomicRing, AtomicWindow, RateLimiter};
+use slidelimit::RateLimiter;
 
 use crate::stress::Rng;
 use crate::trace::check_safety;

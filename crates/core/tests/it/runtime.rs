@@ -6,9 +6,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use proptest::prelude::*;
+use slidelimit::raw::Algorithm;
 use slidelimit::{
-    Algorithm, Conversion, LimitControl, LockFreeLimiter, ManualClock, Options, RateLimiter,
-    RollingBuckets, SavedState, Snapshot, SnapshotError,
+    Conversion, LimitControl, LockFreeLimiter, ManualClock, Options, RateLimiter, RollingBuckets,
+    SavedState, Snapshot, SnapshotError,
 };
 use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;

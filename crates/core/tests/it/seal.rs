@@ -11,7 +11,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 
-use slidelimit::{AtomicBuckets, AtomicRing, AtomicWindow, Retired, RollingBuckets};
+use slidelimit::raw::{AtomicBuckets, AtomicRing, AtomicWindow, Retired};
+use slidelimit::RollingBuckets;
 
 use crate::variants::limit;
 
