@@ -4,25 +4,39 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 /// A source of `u64` ticks for the limiters' `now` arguments.
+///
+/// The limiters accept ticks in any order: a clock that goes backwards only makes calls out of
+/// order, which are answered conservatively (see the crate's guarantees). Answers are exact
+/// when each key's calls see non-decreasing ticks, which a monotonic clock gives:
+/// [`MonotonicClock`] never goes backwards; [`ManualClock`] goes wherever a test sets it.
 pub trait Clock: Send + Sync {
-    /// The current tick. Successive calls on one thread never go backwards.
+    /// The current tick.
     fn now_ticks(&self) -> u64;
 }
 
-/// Monotonic nanoseconds since the clock was created (`std::time::Instant`).
+/// Monotonic nanoseconds since one origin shared by every `MonotonicClock` in the process
+/// (`std::time::Instant`), so ticks read from two clocks compare.
 ///
 /// Use a window in nanoseconds with it: `Limit::new(100, 1_000_000_000)` is 100 per second.
+///
+/// ```
+/// use slidelimit::{Clock, MonotonicClock};
+/// let (a, b) = (MonotonicClock::new(), MonotonicClock::new());
+/// let first = a.now_ticks();
+/// assert!(b.now_ticks() >= first, "one origin: b's tick is later than a's");
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct MonotonicClock {
     origin: Instant,
 }
 
 impl MonotonicClock {
-    /// A clock whose tick 0 is now.
+    /// A clock on the process's shared origin (the first `MonotonicClock` created).
     #[must_use]
     pub fn new() -> Self {
+        static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
         Self {
-            origin: Instant::now(),
+            origin: *ORIGIN.get_or_init(Instant::now),
         }
     }
 }

@@ -309,7 +309,7 @@ impl<W: Algorithm> KeyPolicy<W> {
     }
 
     /// The shard of `key`.
-    fn shard_of<K: Hash>(&self, key: &K) -> usize {
+    fn shard_of<K: Hash + ?Sized>(&self, key: &K) -> usize {
         shard_index(self.hasher.hash_one(key), self.shards)
     }
 

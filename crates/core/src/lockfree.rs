@@ -39,6 +39,9 @@ pub struct LockFreeEntry<W: Algorithm> {
 }
 
 impl<W: Algorithm> LockFreeEntry<W> {
+    // Hidden: a hook for the tests, loom models and benchmarks to inspect quiescent
+    // state; not part of the API a user builds on.
+    #[doc(hidden)]
     /// The entry's window, for quiescent checks in tests and models.
     #[must_use]
     pub fn window(&self) -> &W::Atomic {

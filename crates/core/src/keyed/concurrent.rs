@@ -5,6 +5,7 @@
 //! The entry type chooses the guard; everything else (creation, retries off retired entries,
 //! watermarks, the automatic sweep) is here, once.
 
+use std::borrow::Borrow;
 use std::hash::Hash;
 use std::marker::PhantomData;
 
@@ -178,7 +179,11 @@ where
     ///
     /// The hot path, kept small so it inlines: one lookup, then `op` on the entry found.
     #[inline]
-    fn with_entry<R>(&self, key: &K, now: u64, op: impl Fn(u64, &E) -> Result<R, Retired>) -> R {
+    fn with_entry<Q, R>(&self, key: &Q, now: u64, op: impl Fn(u64, &E) -> Result<R, Retired>) -> R
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let version = self.limits.version();
         match self.map.get_with(key, |entry| {
             if entry.limits_version() != version {
@@ -198,7 +203,11 @@ where
     /// state under the key's current limit and answers `Err(Retired)`: look the key up
     /// again.
     #[inline]
-    fn ensure_current_limit(&self, key: &K, entry: &E, version: u64) -> Result<(), Retired> {
+    fn ensure_current_limit<Q>(&self, key: &Q, entry: &E, version: u64) -> Result<(), Retired>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         if entry.limits_version() == version {
             return Ok(());
         }
@@ -207,7 +216,11 @@ where
 
     #[cold]
     #[inline(never)]
-    fn refresh_limit(&self, key: &K, entry: &E) -> Result<(), Retired> {
+    fn refresh_limit<Q>(&self, key: &Q, entry: &E) -> Result<(), Retired>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let (version, window) = self.limits.resolve(key);
         if entry.limit() == window.limit() {
             entry.confirm_limits_version(version);
@@ -223,7 +236,11 @@ where
     /// watermark)`, through the removal handshake: retire it for good (no write lands in it
     /// afterwards), then swap the new entry in by pointer identity. If someone else retired
     /// it first (a sweeper, another replacement) nothing happens; the caller looks again.
-    fn replace_entry(&self, key: &K, entry: &E, make: impl Fn(&WindowState, u64) -> E) -> bool {
+    fn replace_entry<Q>(&self, key: &Q, entry: &E, make: impl Fn(&WindowState, u64) -> E) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let watermark = self.watermark_of(key, entry);
         if cfg!(slidelimit_loom_mutant = "swap_without_retire") {
             // Deliberately broken for the loom negative control: copies the state without
@@ -270,12 +287,16 @@ where
     /// [`Self::with_entry`] for a key with no entry, or whose entry was being retired.
     #[cold]
     #[inline(never)]
-    fn with_new_or_retired_entry<R>(
+    fn with_new_or_retired_entry<Q, R>(
         &self,
-        key: &K,
+        key: &Q,
         now: u64,
         op: impl Fn(u64, &E) -> Result<R, Retired>,
-    ) -> R {
+    ) -> R
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let mut inserted_any = false;
         let result = loop {
             let version = self.limits.version();
@@ -309,7 +330,11 @@ where
 
     /// Runs `op` on the entry of `key` if there is one, never creating it.
     #[inline]
-    fn with_existing<R>(&self, key: &K, op: impl Fn(u64, &E) -> Result<R, Retired>) -> Option<R> {
+    fn with_existing<Q, R>(&self, key: &Q, op: impl Fn(u64, &E) -> Result<R, Retired>) -> Option<R>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         loop {
             let version = self.limits.version();
             match self.map.get_with(key, |entry| {
@@ -326,7 +351,11 @@ where
     /// The watermark `entry` answers with, resolved on first use. Call it only on an entry
     /// just found in the map (see [`EntryWatermark`]).
     #[inline]
-    fn watermark_of(&self, key: &K, entry: &E) -> u64 {
+    fn watermark_of<Q>(&self, key: &Q, entry: &E) -> u64
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         entry
             .watermark()
             .get_or_resolve(|| self.removal_watermark(key))
@@ -335,7 +364,11 @@ where
     /// The removal watermark of `key` for state created now: its tombstone, if a sweep left
     /// one, and the removal floor. The tombstone is read first: a sweep drops one only after
     /// raising the floor past it, so a caller that misses a dropped tombstone sees that floor.
-    fn removal_watermark(&self, key: &K) -> u64 {
+    fn removal_watermark<Q>(&self, key: &Q) -> u64
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let tombstone = self.tombstones.get_with(key, super::Tombstone::idle_from);
         self.policy.watermark(tombstone)
     }
@@ -383,11 +416,131 @@ where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     E: GuardedEntry,
 {
+    // Hidden: a hook for the tests, loom models and benchmarks to inspect quiescent
+    // state; not part of the API a user builds on.
+    #[doc(hidden)]
     /// Runs `f` on the entry currently mapped for `key` (without pinning it), for the loom
     /// models' quiescent assertions: which entry survived and what its window holds.
     /// Exists only under `cfg(slidelimit_loom)`.
     pub fn model_entry<R>(&self, key: &K, f: impl FnOnce(&E) -> R) -> Option<R> {
         self.map.get_with(key, f)
+    }
+}
+
+/// The calls of [`RateLimiter`], asked with any borrowed form of the key: a limiter of
+/// `String` keys answers a `&str` without allocating (a key's first call, which creates its
+/// state, copies it once). Method calls on the limiter itself resolve to these.
+impl<K, E> EntryGuardedLimiter<K, E>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    E: GuardedEntry,
+{
+    /// [`RateLimiter::hit`], asked with any borrowed form of the key.
+    #[inline]
+    pub fn hit<Q>(&self, key: &Q, now: u64)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        // A weight of 1 is valid for every window, so there is no error to drop here.
+        let _ = self.hit_n(key, now, 1);
+    }
+
+    /// [`RateLimiter::allowed`], asked with any borrowed form of the key.
+    #[inline]
+    #[must_use]
+    pub fn allowed<Q>(&self, key: &Q, now: u64) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.allowed_n(key, now, 1).unwrap_or(false)
+    }
+
+    /// [`RateLimiter::check_and_hit`], asked with any borrowed form of the key.
+    #[inline]
+    #[must_use]
+    pub fn check_and_hit<Q>(&self, key: &Q, now: u64) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.check_and_hit_n(key, now, 1).unwrap_or(false)
+    }
+
+    // No clamp of `now` here: the windows clamp it (once each), and watermarks never exceed
+    // MAX_TICK, so comparing the raw `now` with them gives the clamped answer.
+    /// [`RateLimiter::hit_n`], asked with any borrowed form of the key.
+    ///
+    /// # Errors
+    /// See [`RateLimiter::hit_n`].
+    #[inline]
+    pub fn hit_n<Q>(&self, key: &Q, now: u64, n: u64) -> Result<(), WeightError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.limits.check_weight(&self.policy.window, n)?;
+        self.with_entry(key, now, |_, entry| entry.hit_n(now, n));
+        Ok(())
+    }
+
+    /// [`RateLimiter::allowed_n`], asked with any borrowed form of the key.
+    ///
+    /// # Errors
+    /// See [`RateLimiter::allowed_n`].
+    #[inline]
+    pub fn allowed_n<Q>(&self, key: &Q, now: u64, n: u64) -> Result<bool, WeightError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.limits.check_weight(&self.policy.window, n)?;
+        let verdict = self.with_existing(key, |watermark, entry| {
+            if now < watermark {
+                return Ok(false);
+            }
+            entry.allowed_n(now, n)
+        });
+        Ok(verdict.unwrap_or_else(|| now >= self.removal_watermark(key)))
+    }
+
+    /// [`RateLimiter::check_and_hit_n`], asked with any borrowed form of the key.
+    ///
+    /// # Errors
+    /// See [`RateLimiter::check_and_hit_n`].
+    #[inline]
+    pub fn check_and_hit_n<Q>(&self, key: &Q, now: u64, n: u64) -> Result<bool, WeightError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.limits.check_weight(&self.policy.window, n)?;
+        Ok(self.with_entry(key, now, |watermark, entry| {
+            if now < watermark {
+                return Ok(false);
+            }
+            entry.check_and_hit_n(now, n)
+        }))
+    }
+
+    /// [`RateLimiter::status`], asked with any borrowed form of the key.
+    #[must_use]
+    pub fn status<Q>(&self, key: &Q, now: u64) -> Status
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.with_existing(key, |watermark, entry| {
+            Ok(self.policy.clamp_status(entry.status(now)?, watermark, now))
+        })
+        .unwrap_or_else(|| {
+            self.policy.status_of_unknown_key(
+                self.limits.resolve(key).1.limit(),
+                self.removal_watermark(key),
+                now,
+            )
+        })
     }
 }
 
@@ -408,49 +561,23 @@ where
         self.limits.default_window().limit()
     }
 
-    // No clamp of `now` here: the windows clamp it (once each), and watermarks never exceed
-    // MAX_TICK, so comparing the raw `now` with them gives the clamped answer.
     #[inline]
     fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
-        self.limits.check_weight(&self.policy.window, n)?;
-        self.with_entry(key, now, |_, entry| entry.hit_n(now, n));
-        Ok(())
+        Self::hit_n(self, key, now, n)
     }
 
     #[inline]
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
-        self.limits.check_weight(&self.policy.window, n)?;
-        let verdict = self.with_existing(key, |watermark, entry| {
-            if now < watermark {
-                return Ok(false);
-            }
-            entry.allowed_n(now, n)
-        });
-        Ok(verdict.unwrap_or_else(|| now >= self.removal_watermark(key)))
+        Self::allowed_n(self, key, now, n)
     }
 
     #[inline]
     fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
-        self.limits.check_weight(&self.policy.window, n)?;
-        Ok(self.with_entry(key, now, |watermark, entry| {
-            if now < watermark {
-                return Ok(false);
-            }
-            entry.check_and_hit_n(now, n)
-        }))
+        Self::check_and_hit_n(self, key, now, n)
     }
 
     fn status(&self, key: &K, now: u64) -> Status {
-        self.with_existing(key, |watermark, entry| {
-            Ok(self.policy.clamp_status(entry.status(now)?, watermark, now))
-        })
-        .unwrap_or_else(|| {
-            self.policy.status_of_unknown_key(
-                self.limits.resolve(key).1.limit(),
-                self.removal_watermark(key),
-                now,
-            )
-        })
+        Self::status(self, key, now)
     }
 
     fn remove_idle(&self, now: u64) -> usize {

@@ -187,7 +187,11 @@ where
 
     /// The limit `key` answers with, from the overrides, the resolver or the default, and
     /// the version it is current for: `(version, window)`.
-    pub(crate) fn resolve(&self, key: &K) -> (u64, W) {
+    pub(crate) fn resolve<Q>(&self, key: &Q) -> (u64, W)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let version = self.version();
         let default = self.default_window();
         // Relaxed: see set_override; the version load above orders the map read.
@@ -196,7 +200,13 @@ where
         } else {
             None
         };
-        let own = own.or_else(|| self.resolver.as_ref().and_then(|resolve| resolve(key)));
+        // The resolver takes the owned key: only this cold path (a key's creation, its
+        // first call after a change) pays for the copy of a borrowed one.
+        let own = own.or_else(|| {
+            self.resolver
+                .as_ref()
+                .and_then(|resolve| resolve(&key.to_owned()))
+        });
         let window = match own {
             Some(limit) if limit != default.limit() => default.with_limit(limit),
             _ => default,

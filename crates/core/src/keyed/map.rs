@@ -42,7 +42,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
     }
 
     #[inline]
-    fn shard_of(&self, key: &K) -> &std::sync::OnceLock<Shard<K, V>> {
+    fn shard_of<Q>(&self, key: &Q) -> &std::sync::OnceLock<Shard<K, V>>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         &self.shards[super::shard_index(
             std::hash::BuildHasher::hash_one(&self.hasher, key),
             self.shards.len(),
@@ -51,7 +55,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
 
     /// Runs `f` on the entry of `key`, if there is one.
     #[inline]
-    pub(crate) fn get_with<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
+    pub(crate) fn get_with<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let shard = self.shard_of(key).get()?;
         let guard = shard.guard();
         shard.get(key, &guard).map(f)
@@ -62,15 +70,19 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
     /// missed: it goes straight to the insert (which finds an entry that appeared meanwhile),
     /// so a new key costs one probe of the table, not two.
     #[inline]
-    pub(crate) fn get_or_insert_with<R>(
+    pub(crate) fn get_or_insert_with<Q, R>(
         &self,
-        key: &K,
+        key: &Q,
         make: impl FnOnce() -> V,
         f: impl FnOnce(&V) -> R,
-    ) -> (R, bool) {
+    ) -> (R, bool)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let shard = self.shard_or_create(key);
         let guard = shard.guard();
-        match shard.try_insert_with(key.clone(), make, &guard) {
+        match shard.try_insert_with(key.to_owned(), make, &guard) {
             Ok(entry) => {
                 // Relaxed: a count for the sweep trigger and `tracked_keys`; it orders nothing.
                 self.tracked.fetch_add(1, crate::sync::Ordering::Relaxed);
@@ -115,7 +127,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
     }
 
     /// Removes the entry of `key`, if any; says whether there was one.
-    pub(crate) fn remove(&self, key: &K) -> bool {
+    pub(crate) fn remove<Q>(&self, key: &Q) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let Some(shard) = self.shard_of(key).get() else {
             return false;
         };
@@ -131,7 +147,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
     /// Replaces the entry of `key` with `make()` if it is still the very entry `current`
     /// (pointer identity); says whether it did. The caller holds `current` retired, so no
     /// one else unlinks or replaces it meanwhile.
-    pub(crate) fn replace_same(&self, key: &K, current: &V, mut make: impl FnMut() -> V) -> bool {
+    pub(crate) fn replace_same<Q>(&self, key: &Q, current: &V, mut make: impl FnMut() -> V) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let Some(shard) = self.shard_of(key).get() else {
             return false;
         };
@@ -139,7 +159,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         loop {
             let mut fresh = Some(make());
             let outcome = shard.compute(
-                key.clone(),
+                key.to_owned(),
                 |entry| match entry {
                     Some((_, found)) if std::ptr::eq(found, current) => match fresh.take() {
                         Some(value) => papaya::Operation::Insert(value),
@@ -175,7 +195,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         self.shards.len()
     }
 
-    fn shard_or_create(&self, key: &K) -> &Shard<K, V> {
+    fn shard_or_create<Q>(&self, key: &Q) -> &Shard<K, V>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.shard_of(key).get_or_init(|| {
             papaya::HashMap::builder()
                 .hasher(self.hasher.clone())
@@ -205,17 +229,25 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         }
     }
 
-    pub(crate) fn get_with<R>(&self, key: &K, f: impl FnOnce(&V) -> R) -> Option<R> {
+    pub(crate) fn get_with<Q, R>(&self, key: &Q, f: impl FnOnce(&V) -> R) -> Option<R>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let entry = self.inner.read().unwrap().get(key).cloned();
         entry.map(|entry| f(&entry))
     }
 
-    pub(crate) fn get_or_insert_with<R>(
+    pub(crate) fn get_or_insert_with<Q, R>(
         &self,
-        key: &K,
+        key: &Q,
         make: impl FnOnce() -> V,
         f: impl FnOnce(&V) -> R,
-    ) -> (R, bool) {
+    ) -> (R, bool)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let existing = self.inner.read().unwrap().get(key).cloned();
         if let Some(entry) = existing {
             return (f(&entry), false);
@@ -225,14 +257,14 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
             if cfg!(slidelimit_loom_mutant = "get_then_insert") {
                 // Deliberately broken for the loom negative control: blind insert after a miss.
                 let entry = crate::sync::Arc::new(make());
-                map.insert(key.clone(), entry.clone());
+                map.insert(key.to_owned(), entry.clone());
                 (entry, true)
             } else {
                 match map.get(key) {
                     Some(entry) => (entry.clone(), false),
                     None => {
                         let entry = crate::sync::Arc::new(make());
-                        map.insert(key.clone(), entry.clone());
+                        map.insert(key.to_owned(), entry.clone());
                         (entry, true)
                     }
                 }
@@ -272,11 +304,19 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
             .insert(key, crate::sync::Arc::new(value));
     }
 
-    pub(crate) fn remove(&self, key: &K) -> bool {
+    pub(crate) fn remove<Q>(&self, key: &Q) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.inner.write().unwrap().remove(key).is_some()
     }
 
-    pub(crate) fn replace_same(&self, key: &K, current: &V, mut make: impl FnMut() -> V) -> bool {
+    pub(crate) fn replace_same<Q>(&self, key: &Q, current: &V, mut make: impl FnMut() -> V) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let mut map = self.inner.write().unwrap();
         match map.get_mut(key) {
             Some(found) if std::ptr::eq(&**found, current) => {

@@ -3,6 +3,7 @@
 //! policy and the window algorithm are here and in [`crate::window`].
 
 use std::collections::HashMap;
+use std::borrow::Borrow;
 use std::hash::Hash;
 use std::marker::PhantomData;
 
@@ -33,13 +34,14 @@ pub struct KeyTable<K, W: Algorithm> {
 
 /// Brings a key's window to the key's limit at the current limits version, keeping its hits
 /// (see [`crate::window::state`]).
-fn refresh_limit<K, W>(
+fn refresh_limit<K, Q, W>(
     limits: &LimitTable<K, W>,
-    key: &K,
+    key: &Q,
     window: &mut W::Sequential,
     limits_version: &mut u64,
 ) where
-    K: Hash + Eq + Clone + Send + Sync + 'static,
+    K: Hash + Eq + Clone + Send + Sync + 'static + Borrow<Q>,
+    Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     W: Algorithm,
 {
     let (version, current) = limits.resolve(key);
@@ -68,13 +70,21 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         }
     }
 
-    fn shard(&self, key: &K) -> &Shard<K, W> {
+    fn shard<Q>(&self, key: &Q) -> &Shard<K, W>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         &self.shards[self.policy.shard_of(key)]
     }
 
     /// The removal watermark of `key`, in shard `shard`, for state created now (see the
     /// concurrent shape).
-    fn removal_watermark(&self, shard: usize, key: &K) -> u64 {
+    fn removal_watermark<Q>(&self, shard: usize, key: &Q) -> u64
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let tombstone = self.tombstones[shard].get(key).copied();
         self.policy.watermark(tombstone)
     }
@@ -83,12 +93,16 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
     /// inlines (a lookup and a version comparison); everything else is in
     /// [`Self::with_window_slow`].
     #[inline]
-    fn with_window<R>(
+    fn with_window<Q, R>(
         &mut self,
-        key: &K,
+        key: &Q,
         now: u64,
         op: impl FnOnce(u64, &mut W::Sequential) -> R,
-    ) -> R {
+    ) -> R
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let shard = self.policy.shard_of(key);
         let version = self.limits.version();
         if let Some((window, watermark, limits_version)) = self.shards[shard].get_mut(key) {
@@ -102,13 +116,17 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
     /// [`Self::with_window`] for a new key, or one whose limit may have changed.
     #[cold]
     #[inline(never)]
-    fn with_window_slow<R>(
+    fn with_window_slow<Q, R>(
         &mut self,
         shard: usize,
-        key: &K,
+        key: &Q,
         now: u64,
         op: impl FnOnce(u64, &mut W::Sequential) -> R,
-    ) -> R {
+    ) -> R
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         let version = self.limits.version();
         if let Some((window, watermark, limits_version)) = self.shards[shard].get_mut(key) {
             if *limits_version != version {
@@ -119,7 +137,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         let watermark = self.removal_watermark(shard, key);
         let (version, current) = self.limits.resolve(key);
         let (window, watermark, _) = self.shards[shard]
-            .entry(key.clone())
+            .entry(key.to_owned())
             .or_insert_with(|| (current.new_sequential(), watermark, version));
         let result = op(*watermark, window);
         self.tracked += 1;
@@ -133,14 +151,22 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
     }
 
     #[inline]
-    fn hit_n(&mut self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
+    fn hit_n<Q>(&mut self, key: &Q, now: u64, n: u64) -> Result<(), WeightError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.limits.check_weight(&self.policy.window, n)?;
         self.with_window(key, now, |_, window| window.hit_n(now, n));
         Ok(())
     }
 
     #[inline]
-    fn check_and_hit_n(&mut self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+    fn check_and_hit_n<Q>(&mut self, key: &Q, now: u64, n: u64) -> Result<bool, WeightError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.limits.check_weight(&self.policy.window, n)?;
         Ok(self.with_window(key, now, |watermark, window| {
             now >= watermark && window.check_and_hit_n(now, n)
@@ -148,7 +174,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
     }
 
     #[inline]
-    fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
+    fn allowed_n<Q>(&self, key: &Q, now: u64, n: u64) -> Result<bool, WeightError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.limits.check_weight(&self.policy.window, n)?;
         Ok(match self.shard(key).get(key) {
             Some((window, watermark, limits_version)) => {
@@ -161,7 +191,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         })
     }
 
-    fn status(&self, key: &K, now: u64) -> Status {
+    fn status<Q>(&self, key: &Q, now: u64) -> Status
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         match self.shard(key).get(key) {
             Some((window, watermark, limits_version)) => {
                 let status = self
@@ -179,13 +213,17 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
     /// Runs a read-only `f` on `window` as the key's current limit sees it: the window itself
     /// if its limit is current, else a converted copy (a read-only call cannot replace it;
     /// the key's next write does).
-    fn with_current_limit<R>(
+    fn with_current_limit<Q, R>(
         &self,
-        key: &K,
+        key: &Q,
         window: &W::Sequential,
         limits_version: u64,
         f: impl FnOnce(&W::Sequential) -> R,
-    ) -> R {
+    ) -> R
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         if limits_version == self.limits.version() {
             return f(window);
         }
@@ -313,6 +351,102 @@ where
     }
 }
 
+/// The calls of [`RateLimiter`], asked with any borrowed form of the key: a limiter of
+/// `String` keys answers a `&str` without allocating (a key's first call, which creates its
+/// state, copies it once). Method calls on the limiter itself resolve to these.
+impl<K, W, L> MapGuardedLimiter<K, W, L>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    W: Algorithm,
+    L: TableLock<KeyTable<K, W>>,
+{
+    /// [`RateLimiter::hit`], asked with any borrowed form of the key.
+    #[inline]
+    pub fn hit<Q>(&self, key: &Q, now: u64)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        // A weight of 1 is valid for every window, so there is no error to drop here.
+        let _ = self.hit_n(key, now, 1);
+    }
+
+    /// [`RateLimiter::allowed`], asked with any borrowed form of the key.
+    #[inline]
+    #[must_use]
+    pub fn allowed<Q>(&self, key: &Q, now: u64) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.allowed_n(key, now, 1).unwrap_or(false)
+    }
+
+    /// [`RateLimiter::check_and_hit`], asked with any borrowed form of the key.
+    #[inline]
+    #[must_use]
+    pub fn check_and_hit<Q>(&self, key: &Q, now: u64) -> bool
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.check_and_hit_n(key, now, 1).unwrap_or(false)
+    }
+
+    /// [`RateLimiter::hit_n`], asked with any borrowed form of the key.
+    ///
+    /// # Errors
+    /// See [`RateLimiter::hit_n`].
+    #[inline]
+    pub fn hit_n<Q>(&self, key: &Q, now: u64, n: u64) -> Result<(), WeightError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let now = now.min(MAX_TICK);
+        self.state.write(|state| state.hit_n(key, now, n))
+    }
+
+    /// [`RateLimiter::allowed_n`], asked with any borrowed form of the key.
+    ///
+    /// # Errors
+    /// See [`RateLimiter::allowed_n`].
+    #[inline]
+    pub fn allowed_n<Q>(&self, key: &Q, now: u64, n: u64) -> Result<bool, WeightError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let now = now.min(MAX_TICK);
+        self.state.read(|state| state.allowed_n(key, now, n))
+    }
+
+    /// [`RateLimiter::check_and_hit_n`], asked with any borrowed form of the key.
+    ///
+    /// # Errors
+    /// See [`RateLimiter::check_and_hit_n`].
+    #[inline]
+    pub fn check_and_hit_n<Q>(&self, key: &Q, now: u64, n: u64) -> Result<bool, WeightError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let now = now.min(MAX_TICK);
+        self.state.write(|state| state.check_and_hit_n(key, now, n))
+    }
+
+    /// [`RateLimiter::status`], asked with any borrowed form of the key.
+    #[must_use]
+    pub fn status<Q>(&self, key: &Q, now: u64) -> Status
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let now = now.min(MAX_TICK);
+        self.state.read(|state| state.status(key, now))
+    }
+}
+
 impl<K, W, L> RateLimiter<K> for MapGuardedLimiter<K, W, L>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
@@ -334,25 +468,21 @@ where
 
     #[inline]
     fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
-        let now = now.min(MAX_TICK);
-        self.state.write(|state| state.hit_n(key, now, n))
+        Self::hit_n(self, key, now, n)
     }
 
     #[inline]
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
-        let now = now.min(MAX_TICK);
-        self.state.read(|state| state.allowed_n(key, now, n))
+        Self::allowed_n(self, key, now, n)
     }
 
     #[inline]
     fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
-        let now = now.min(MAX_TICK);
-        self.state.write(|state| state.check_and_hit_n(key, now, n))
+        Self::check_and_hit_n(self, key, now, n)
     }
 
     fn status(&self, key: &K, now: u64) -> Status {
-        let now = now.min(MAX_TICK);
-        self.state.read(|state| state.status(key, now))
+        Self::status(self, key, now)
     }
 
     fn remove_idle(&self, now: u64) -> usize {

@@ -46,6 +46,9 @@ impl AtomicLedger {
         self.take(now).is_ok()
     }
 
+    // Hidden: a hook for the tests, loom models and benchmarks to inspect quiescent
+    // state; not part of the API a user builds on.
+    #[doc(hidden)]
     /// How many control-word CASes this ledger lost to another thread (each was retried), in
     /// debug builds; `None` in release and loom builds, which do not count them.
     #[must_use]

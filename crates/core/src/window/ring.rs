@@ -257,6 +257,9 @@ pub(super) fn scan_is_consistent<C: RingCells>(cells: &C, before: u32) -> bool {
 /// Slot reads made by the ring algorithm on this thread, in debug builds (every test build):
 /// lets tests count an operation's work instead of timing it. `None` in release builds,
 /// which do not count. The count includes the reads of a re-sort (one per slot).
+// Hidden: a hook for the tests (they count work instead of timing it); not part of the API
+// a user builds on.
+#[doc(hidden)]
 #[must_use]
 pub fn slot_probes_on_this_thread() -> Option<u64> {
     #[cfg(all(debug_assertions, not(slidelimit_loom)))]

@@ -196,6 +196,9 @@ impl AtomicBuckets {
         }
     }
 
+    // Hidden: a hook for the tests, loom models and benchmarks to inspect quiescent
+    // state; not part of the API a user builds on.
+    #[doc(hidden)]
     /// `(running total, sum of the bucket counts)`, for quiescent checks in tests and models:
     /// once no call is in flight the two are equal.
     #[must_use]
@@ -210,6 +213,9 @@ impl AtomicBuckets {
         (total, counts)
     }
 
+    // Hidden: a hook for the tests, loom models and benchmarks to inspect quiescent
+    // state; not part of the API a user builds on.
+    #[doc(hidden)]
     /// `(head epoch, cleaned epoch)`, full width, for quiescent checks in tests and models:
     /// once no call is in flight recycling is complete and the two are equal.
     #[must_use]

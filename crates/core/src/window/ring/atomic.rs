@@ -136,6 +136,9 @@ impl AtomicRing {
         &self.slots[self.slots.len() - AFTER_SLOTS]
     }
 
+    // Hidden: a hook for the tests, loom models and benchmarks to inspect quiescent
+    // state; not part of the API a user builds on.
+    #[doc(hidden)]
     /// How many slot CASes this ring lost to another thread (each was retried), in debug
     /// builds; `None` in release and loom builds, which do not count them.
     #[must_use]
@@ -151,6 +154,9 @@ impl AtomicRing {
         }
     }
 
+    // Hidden: a hook for the tests, loom models and benchmarks to inspect quiescent
+    // state; not part of the API a user builds on.
+    #[doc(hidden)]
     /// How many re-sorts this ring completed, in debug builds; `None` in release and loom
     /// builds, which do not count them.
     #[must_use]
@@ -166,6 +172,9 @@ impl AtomicRing {
         }
     }
 
+    // Hidden: a hook for the tests, loom models and benchmarks to inspect quiescent
+    // state; not part of the API a user builds on.
+    #[doc(hidden)]
     /// Re-sorts the ring now (what an admission does once the displacement is due), for the
     /// loom models of the re-sort; false if it gave up.
     #[cfg(slidelimit_loom)]
@@ -173,6 +182,9 @@ impl AtomicRing {
         self.resort()
     }
 
+    // Hidden: a hook for the tests, loom models and benchmarks to inspect quiescent
+    // state; not part of the API a user builds on.
+    #[doc(hidden)]
     /// The raw slot values (tick + 1, 0 for empty, `u64::MAX` sealed), for quiescent checks
     /// in tests and models.
     #[must_use]
@@ -184,6 +196,9 @@ impl AtomicRing {
             .collect()
     }
 
+    // Hidden: a hook for the tests, loom models and benchmarks to inspect quiescent
+    // state; not part of the API a user builds on.
+    #[doc(hidden)]
     /// The current `blocked_until` hint, for quiescent checks in tests and models.
     #[must_use]
     pub fn blocked_until_hint(&self) -> u64 {
