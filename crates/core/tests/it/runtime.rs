@@ -643,3 +643,25 @@ fn snapshots_carry_the_tick_length_and_refuse_another() {
         "a limiter told no tick length does not check it"
     );
 }
+
+#[test]
+fn string_keys_are_asked_with_str() {
+    let l = limit(1, 10);
+    let lock_free = LockFreeLimiter::<String>::new(l);
+    let per_key = PerKeyLockLimiter::<String>::new(l);
+    let mutex = MutexLimiter::<String>::new(l);
+    let rwlock = RwLockLimiter::<String>::new(l);
+    assert!(lock_free.check_and_hit("user-1", 5));
+    assert!(!lock_free.allowed("user-1", 6));
+    assert_eq!(lock_free.status("user-1", 6).remaining, 0);
+    assert!(per_key.check_and_hit("user-1", 5));
+    assert!(!per_key.check_and_hit("user-1", 6));
+    assert!(mutex.check_and_hit("user-1", 5));
+    assert!(!mutex.allowed("user-1", 6));
+    assert!(rwlock.check_and_hit("user-1", 5));
+    assert_eq!(rwlock.status("user-1", 6).count, 1);
+    // The owned key and the borrowed one are the same key.
+    assert!(!RateLimiter::check_and_hit(&lock_free, &"user-1".to_string(), 7));
+    assert!(!RateLimiter::check_and_hit(&mutex, &"user-1".to_string(), 7));
+    assert_eq!(lock_free.tracked_keys() + mutex.tracked_keys(), 2);
+}
