@@ -1,25 +1,97 @@
 //! Sliding-window rate limiters that never admit more than `max_requests` hits in any window,
 //! with a lock-free core decided by CAS and lock-based siblings running the same algorithm.
 //!
+//! # Use cases
+//!
+//! **Limit requests per key** (an API key, a user, an IP): `check_and_hit` decides and records
+//! in one atomic step; `status` says how long to wait. Keys may be asked by any borrowed form.
+//!
 //! ```
-//! use slidelimit::{Limit, LockFreeLimiter, RateLimiter};
+//! use slidelimit::{Limit, LockFreeLimiter};
 //!
 //! // 3 requests per 10 ticks (the caller picks the unit: here, seconds).
-//! let limiter: LockFreeLimiter<&'static str> = LockFreeLimiter::new(Limit::new(3, 10)?);
-//! limiter.hit(&"user_1", 1);
-//! limiter.hit(&"user_1", 2);
-//! assert!(limiter.allowed(&"user_1", 3));
-//! limiter.hit(&"user_1", 3);
-//! assert!(!limiter.allowed(&"user_1", 4));
-//! assert!(limiter.allowed(&"user_1", 12), "window (2, 12] holds only the hit at 3");
-//! assert!(limiter.allowed(&"user_2", 5), "a new key has no hits");
-//!
-//! // The atomic decision: check and record in one step.
-//! assert!(limiter.check_and_hit(&"user_3", 20));
-//! let status = limiter.status(&"user_3", 21);
-//! assert_eq!((status.count, status.remaining), (1, 2));
+//! let limiter: LockFreeLimiter<String> = LockFreeLimiter::new(Limit::new(3, 10)?);
+//! for now in [1, 2, 3] {
+//!     assert!(limiter.check_and_hit("user-1", now));
+//! }
+//! assert!(!limiter.check_and_hit("user-1", 4), "three hits in (-6, 4]");
+//! assert_eq!(limiter.status("user-1", 4).retry_after_ticks, 7, "the hit at 1 leaves at 11");
+//! assert!(limiter.check_and_hit("user-2", 4), "keys are independent");
 //! # Ok::<(), slidelimit::LimitError>(())
 //! ```
+//!
+//! **Real time**: a [`MonotonicClock`] gives nanosecond ticks, and `Limit` takes real units.
+//!
+//! ```
+//! use std::time::Duration;
+//! use slidelimit::{Clock, Limit, LockFreeLimiter, MonotonicClock, RateLimiter};
+//!
+//! let limit = Limit::per_second(100, Duration::from_nanos(1))?;
+//! let limiter: LockFreeLimiter<u64> = LockFreeLimiter::new(limit);
+//! let clock = MonotonicClock::new();
+//! assert!(limiter.check_and_hit_now(&42, &clock));
+//! // A request stamped by its sender counts at most at our `now` (a fast clock gains nothing).
+//! assert!(limiter.check_and_hit_stamped(&42, u64::MAX, &clock));
+//! # Ok::<(), slidelimit::LimitError>(())
+//! ```
+//!
+//! **Weighted usage in `O(B)` memory per key** (tokens per hours): the rolling buckets.
+//!
+//! ```
+//! use slidelimit::{Limit, LockFreeLimiter, RollingBuckets};
+//!
+//! // 100,000 tokens per 5 hours (ticks in seconds), 60 buckets of 5 minutes.
+//! let limiter = LockFreeLimiter::<u64, RollingBuckets>::bucketed(Limit::new(100_000, 18_000)?, 60)?;
+//! assert_eq!(limiter.check_and_hit_n(&7, 1_000, 60_000), Ok(true));
+//! assert_eq!(limiter.check_and_hit_n(&7, 1_060, 50_000), Ok(false), "all or nothing");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! **Limits that change at run time, and per-key limits** ([`LimitControl`]).
+//!
+//! ```
+//! use slidelimit::{Limit, LimitControl, LockFreeLimiter};
+//!
+//! let limiter = LockFreeLimiter::<u64>::new(Limit::new(2, 10)?)
+//!     .with_limit_resolver(|key| (*key >= 1_000).then(|| Limit::new(10, 10).unwrap()));
+//! assert_eq!(limiter.limit_for(&1_000), Limit::new(10, 10)?);
+//! limiter.set_limit(Limit::new(1, 10)?);
+//! assert!(limiter.check_and_hit(&1, 0));
+//! assert!(!limiter.check_and_hit(&1, 1), "the new default holds at once");
+//! # Ok::<(), slidelimit::LimitError>(())
+//! ```
+//!
+//! **State that survives a restart** ([`SavedState`], [`Snapshot`]).
+//!
+//! ```
+//! use slidelimit::{Conversion, Limit, LockFreeLimiter, SavedState, Snapshot};
+//!
+//! let limit = Limit::new(1, 10)?;
+//! let before: LockFreeLimiter<u64> = LockFreeLimiter::new(limit);
+//! assert!(before.check_and_hit(&1, 5));
+//! let json = before.snapshot(5).to_json()?;
+//! let after: LockFreeLimiter<u64> = LockFreeLimiter::new(limit);
+//! after.restore(&Snapshot::from_json(&json)?, 6, Conversion::Exact)?;
+//! assert!(!after.check_and_hit(&1, 6));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! **A pool of API keys**, each usable `X` times per cooldown ([`pool`]):
+//!
+//! ```
+//! use slidelimit::{KeyPool, PoolMode};
+//!
+//! let pool: KeyPool<&str> = KeyPool::new(["a", "b"], 1, 60, PoolMode::Exact)?;
+//! assert_eq!(pool.get_next_key(0), Some(&"a"));
+//! assert_eq!(pool.get_next_key(1), Some(&"b"));
+//! assert_eq!(pool.get_next_key(2), None, "both used within the cooldown");
+//! # Ok::<(), slidelimit::PoolError>(())
+//! ```
+//!
+//! **Another guard**: every variant implements [`RateLimiter`], so code written against the
+//! trait takes the global-mutex, per-key-lock or `RwLock` limiter of the sibling crates
+//! (`slidelimit-mutex`, `slidelimit-per-key-lock`, `slidelimit-rwlock`) unchanged; they run the
+//! same algorithm, built from the implementor surface in [`raw`].
 //!
 //! # Guarantees
 //! - **Safety**, for every variant, interleaving and timestamp order: no window `(x - W, x]`
@@ -29,6 +101,8 @@
 //!   answered conservatively: a hit recorded with a later timestamp still counts.
 //! - **Removal** never loses a concurrent hit and never makes an admission unsafe: a call below
 //!   its key's removal watermark (see [`keyed`]) is refused, `hit` always records.
+//! - **Limit changes and restores** keep the same guarantee across the change (see
+//!   [`LimitControl::set_limit`] and [`snapshot`]).
 //! - Timestamps are `u64` ticks; `u64::MAX` and `u64::MAX - 1` are treated as `u64::MAX - 2`.
 //!   Nothing wraps.
 //!

@@ -2,7 +2,7 @@
 //!
 //! Besides [`Limit::new`] (a count and a window in ticks), the constructors here take the window
 //! as a [`Duration`] and the length of one tick ([`Limit::per`] and its wrappers), or a rate in
-//! requests per second ([`Limit::from_rate`], the seed's `setLimit(double qps)`). None of them
+//! requests per second ([`Limit::from_rate`], for a limit given in queries per second). None of them
 //! rounds: a period that is not a whole number of ticks, or a rate that is no exact `p / q`, is
 //! a typed error.
 
@@ -273,7 +273,7 @@ impl Limit {
         Self::per(max_requests, Duration::from_secs(3_600), tick)
     }
 
-    /// A limit of `per_second` requests per second (the seed's `setLimit(double qps)`), as the
+    /// A limit of `per_second` requests per second (a rate such as 0.5 or 1,200 queries per second), as the
     /// exact fraction `p` requests per `q` seconds with the smallest `q`, in ticks of length
     /// `tick`.
     ///

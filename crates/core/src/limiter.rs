@@ -8,7 +8,7 @@ use crate::{Clock, Limit};
 
 /// A keyed rate limiter: may a request of `key` at tick `now` go through?
 ///
-/// Every implementation keeps the contract of `design.md`: never more than `max_requests`
+/// Every implementation keeps one contract: never more than `max_requests`
 /// `check_and_hit` admissions in any window of `window_ticks`, per key, in any interleaving
 /// and any timestamp order; exact answers for non-decreasing timestamps.
 pub trait RateLimiter<K>: Send + Sync

@@ -20,7 +20,7 @@
 //!
 //! # The algorithm
 //! The pool treats its `L = K·X` uses as anonymous and numbers them `0, 1, 2, …` in the order
-//! it hands them out; use `s` gets name `s mod K`. Uses are grouped in **buckets** (seed 000):
+//! it hands them out; use `s` gets name `s mod K`. Uses are grouped in **buckets**:
 //! a bucket opens with a use, takes more while it holds fewer than `k` uses, has not cooled
 //! down, and, with a time threshold `τ` (at most `T`), while `now < opened_at + τ`; it remembers its first use's number, its opening
 //! tick and its cooldown end (newest use + `T`). A bucket **cools down** at its newest use + `T` and is then released,
@@ -102,19 +102,19 @@
 //! *Reached.* Open `b_1` at `o_1 = t - T - τ + 2` and use it again at `o_1 + τ - 1` (or, for
 //! `F(c₀, 0)`, open it at `t - T + 1` with one use), pack the `f` full buckets of `k` uses at
 //! the next opening tick, then open one bucket with one use every `τ` ticks; the last opens at
-//! `t` while `b_1` is still held. `tests/it/pool.rs` drives the seed's numbers there, and
+//! `t` while `b_1` is still held. `tests/it/pool.rs` drives a pool of 500 uses per 10 minutes (`τ` = 1 minute, `k` = 50) there, and
 //! `bound_search.rs` (a unit test) runs every trace of non-decreasing `now` through the real
 //! ledger for all `L ≤ 6`, `T ≤ 7`, `τ ≤ T + 1`, `k ≤ L` and finds exactly `B` every time.
 //!
-//! *The seed's `⌈T / τ⌉ + ⌈L / k⌉`.* The seed releases a bucket at `o + τ + T`, not at its newest
+//! *The additive sizing `⌈T / τ⌉ + ⌈L / k⌉`.* It holds for a ledger that releases a bucket at `o + τ + T`, not at its newest
 //! use + `T`; the same argument then gives `o_1 ≥ t - T - τ + 1`, `c ≤ ⌈T / τ⌉`, no extra use,
 //! and a maximum of `c + ⌊(L - 1 - c)/k⌋ + 1` with `c = min(⌈T / τ⌉, L - 1)`. That equals the
-//! seed's formula exactly when `(L - 1) mod k ≥ ⌈T / τ⌉`, as in its example (`499 mod 50 = 49 ≥
-//! 10`): 20 is right there, and one less fails because the bucket being opened is held
+//! additive sizing exactly when `(L - 1) mod k ≥ ⌈T / τ⌉`, as for 500 uses per 10 minutes with
+//! `τ` = 1 minute and `k` = 50 (`499 mod 50 = 49 ≥ 10`): 20 is right there, and one less fails because the bucket being opened is held
 //! together with `⌈T / τ⌉` time-closed buckets whose opening ticks span up to `T + τ - 1`, not
 //! `T`. The formula is never too small, and is too large by up to `⌈T / τ⌉ - 1` buckets where
 //! `(L - 1) mod k` is small. This crate releases at the newest use + `T` (sooner, so never more
-//! buckets): the seed's example needs 20 buckets in millisecond ticks and 19 in minute ticks.
+//! buckets): that pool needs 20 buckets in millisecond ticks and 19 in minute ticks.
 //!
 //! # Atomic orderings
 //! One CAS on the control word decides each call ([`AtomicLedger`]); the slot fields and the
@@ -133,7 +133,7 @@ use std::hash::Hash;
 
 pub use atomic::AtomicLedger;
 pub use geometry::{
-    bucket_bound, seed_bucket_formula, PoolError, PoolGeometry, PoolMode, MAX_BUCKET_SLOTS,
+    additive_bucket_formula, bucket_bound, PoolError, PoolGeometry, PoolMode, MAX_BUCKET_SLOTS,
     MAX_TOTAL_USES,
 };
 pub use sequential::{LockedLedger, SequentialLedger};
@@ -257,7 +257,7 @@ impl<N: Hash + Eq + Send + Sync, G: UseLedger> KeyPool<N, G> {
         Ok((seq % self.ledger.geometry().keys) as usize)
     }
 
-    /// Takes one use at `now` without naming a key (the seed's anonymous `tryUseKey`).
+    /// Takes one use at `now` without naming a key (anonymous: the caller needs no key name).
     #[must_use]
     pub fn try_use_key(&self, now: u64) -> bool {
         self.ledger.take(now).is_ok()

@@ -2,8 +2,8 @@
 //! `RwLock` limiters. The lock crate chooses only the lock ([`TableLock`]); the map, the
 //! policy and the window algorithm are here and in [`crate::window`].
 
-use std::collections::HashMap;
 use std::borrow::Borrow;
+use std::collections::HashMap;
 use std::hash::Hash;
 use std::marker::PhantomData;
 

@@ -40,7 +40,7 @@ pub struct AtomicLedger {
 }
 
 impl AtomicLedger {
-    /// Hands out one use at `now` (the anonymous form of the seed's `tryUseKey`).
+    /// Hands out one use at `now` (anonymous: the caller needs no key name).
     #[must_use]
     pub fn try_use(&self, now: u64) -> bool {
         self.take(now).is_ok()

@@ -5,7 +5,7 @@ use std::collections::{HashSet, VecDeque};
 
 use super::algorithm::LedgerReads;
 use super::control::Control;
-use super::geometry::{seed_bucket_formula, PoolGeometry, PoolMode};
+use super::geometry::{additive_bucket_formula, PoolGeometry, PoolMode};
 use super::{Refusal, SequentialLedger};
 
 /// The ledger's state as far as any later call can tell: per held slot, oldest first, its
@@ -94,11 +94,15 @@ fn the_bucket_bound_is_reached_and_never_exceeded() {
                     geometry.bucket_bound(),
                     "L={total} T={cooldown} {mode:?}: the search found {most} buckets held at once"
                 );
-                let seed =
-                    seed_bucket_formula(total, cooldown, geometry.open_ticks, geometry.bucket_uses);
+                let additive = additive_bucket_formula(
+                    total,
+                    cooldown,
+                    geometry.open_ticks,
+                    geometry.bucket_uses,
+                );
                 assert!(
-                    most <= seed,
-                    "L={total} T={cooldown} {mode:?}: above the seed's sizing"
+                    most <= additive,
+                    "L={total} T={cooldown} {mode:?}: above the additive sizing"
                 );
                 assert!(
                     !slot_refusal,

@@ -12,7 +12,7 @@ pub const MAX_TOTAL_USES: u64 = SEQ_MODULUS - 1;
 /// head slot and the number of held buckets in 20 bits each.
 pub const MAX_BUCKET_SLOTS: u64 = SLOT_MODULUS - 1;
 
-/// Where a pool may give a false negative (seed 000's relaxations). It never gives a false
+/// Where a pool may give a false negative (its relaxations). It never gives a false
 /// positive in any mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -22,13 +22,13 @@ pub enum PoolMode {
     /// Relaxation A: a refusal only when every use still held was made within
     /// `cooldown + threshold_ticks`. A bucket takes uses for `threshold_ticks` after it opens.
     TimeBound {
-        /// How much longer than the cooldown a use may be held (the seed's 1 minute).
+        /// How much longer than the cooldown a use may be held (`τ`).
         threshold_ticks: u64,
     },
     /// Relaxation B: a refusal only when fewer than `key_threshold` uses are truly free. A
     /// bucket takes at most `key_threshold` uses.
     CountBound {
-        /// How many truly free uses the pool may fail to see (the seed's 50).
+        /// How many truly free uses the pool may fail to see (`k`).
         key_threshold: u64,
     },
     /// Relaxation AB: a refusal only when both A and B allow it. A bucket closes after
@@ -297,7 +297,7 @@ impl PoolGeometry {
 ///
 /// `c` counts buckets closed by time, `e` an extra use the oldest of them spends to stretch
 /// the chain. See the [module docs](crate::pool) for the proof and how it compares with the
-/// seed's `⌈T / τ⌉ + ⌈L / k⌉`.
+/// additive sizing `⌈T / τ⌉ + ⌈L / k⌉`.
 #[must_use]
 pub fn bucket_bound(
     total_uses: u64,
@@ -321,10 +321,10 @@ pub fn bucket_bound(
     }
 }
 
-/// The seed's sizing, `⌈T / τ⌉ + ⌈L / k⌉` (`τ` absent counts as 0 time buckets), kept for the
+/// The additive sizing, `⌈T / τ⌉ + ⌈L / k⌉` (`τ` absent counts as 0 time buckets), kept for the
 /// comparison in the docs and the bound tests.
 #[must_use]
-pub fn seed_bucket_formula(
+pub fn additive_bucket_formula(
     total_uses: u64,
     cooldown_ticks: u64,
     open_ticks: Option<u64>,

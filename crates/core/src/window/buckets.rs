@@ -1,4 +1,4 @@
-//! Rolling bucket counters (seed 003): an approximate window in `O(B)` memory per key, with
+//! Rolling bucket counters with a running total: an approximate window in `O(B)` memory per key, with
 //! weighted hits, one algorithm over two storages (plain integers under a lock, atomics
 //! decided by CAS).
 //!

@@ -661,7 +661,15 @@ fn string_keys_are_asked_with_str() {
     assert!(rwlock.check_and_hit("user-1", 5));
     assert_eq!(rwlock.status("user-1", 6).count, 1);
     // The owned key and the borrowed one are the same key.
-    assert!(!RateLimiter::check_and_hit(&lock_free, &"user-1".to_string(), 7));
-    assert!(!RateLimiter::check_and_hit(&mutex, &"user-1".to_string(), 7));
+    assert!(!RateLimiter::check_and_hit(
+        &lock_free,
+        &"user-1".to_string(),
+        7
+    ));
+    assert!(!RateLimiter::check_and_hit(
+        &mutex,
+        &"user-1".to_string(),
+        7
+    ));
     assert_eq!(lock_free.tracked_keys() + mutex.tracked_keys(), 2);
 }

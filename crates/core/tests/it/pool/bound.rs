@@ -10,7 +10,7 @@
 //! `⌊(L - 1 - c - extra) / k⌋` buckets of `k` uses, packed at `t` (their uses must be newer
 //! than `t - T` to be held, and a time-closed bucket before them makes the first one open).
 
-use slidelimit::pool::{bucket_bound, seed_bucket_formula, KeyPool, PoolMode, UseLedger};
+use slidelimit::pool::{additive_bucket_formula, bucket_bound, KeyPool, PoolMode, UseLedger};
 
 use super::{both_pools, thresholds};
 
@@ -118,7 +118,7 @@ const SEED_AB_MS: PoolMode = PoolMode::Both {
 /// `⌊(499 - 11) / 50⌋ = 9` full ones beside the new one: 20, the seed's ⌈T/τ⌉ + ⌈L/k⌉.
 #[test]
 fn seed_numbers_in_ms_reach_the_seeds_twenty_buckets() {
-    let formula = seed_bucket_formula(500, 600_000, Some(60_000), 50);
+    let formula = additive_bucket_formula(500, 600_000, Some(60_000), 50);
     assert_eq!(formula, 20);
     check(5, 100, 600_000, SEED_AB_MS, 10, 1, formula);
 }
@@ -131,7 +131,7 @@ fn seed_numbers_in_minutes_reach_nineteen_one_below_the_seed() {
         threshold_ticks: 1,
         key_threshold: 50,
     };
-    let formula = seed_bucket_formula(500, 10, Some(1), 50);
+    let formula = additive_bucket_formula(500, 10, Some(1), 50);
     assert_eq!(formula, 20);
     check(5, 100, 10, mode, 9, 0, formula - 1);
 }
@@ -145,7 +145,7 @@ fn the_stretched_chain_term_is_reached() {
         threshold_ticks: 3,
         key_threshold: 4,
     };
-    assert_eq!(seed_bucket_formula(10, 8, Some(3), 4), 6);
+    assert_eq!(additive_bucket_formula(10, 8, Some(3), 4), 6);
     check(2, 5, 8, both, 3, 1, 5);
     check(3, 2, 8, PoolMode::TimeBound { threshold_ticks: 3 }, 3, 1, 4);
     // The F(c, 0) trace of the same pool stops one bucket short of the bound.
