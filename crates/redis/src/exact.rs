@@ -1,0 +1,86 @@
+//! The exact sliding log in Redis: a sorted set per key, decided by `scripts/exact.lua`.
+//!
+//! # Why it never over-admits
+//! Every operation on a key runs as one script, so the server serializes them. An
+//! admission at `t` counts every member scored above `t - W`, later ones included, and adds
+//! its `n` members only if that count plus `n` is at most `N`. Members leave in two ways
+//! only, both harmless: (1) by score, at or below the key's watermark, which is raised
+//! before the removal, and a call whose window `(t - W, t]` reaches below the watermark is
+//! refused; (2) by rank after a `hit` (the newest `N` are kept): a member removed that way
+//! has `N` newer members beside it, so every window that would count it is already full.
+//! Take any window `(x - W, x]` and the last admission (in the server's order) with a tick
+//! `t` in it: every earlier admission in the window has a score above `x - W >= t - W`, is
+//! still present by the two rules, and was counted, so the window holds at most `N`.
+//! A lease's give-back (see [`crate::lease`]) removes only members that no request used.
+
+use crate::pool::Pool;
+use crate::reply::Reply;
+use crate::scripts::EXACT;
+use crate::Error;
+
+/// One call of the exact script.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ExactOp {
+    /// Admit `n` all or nothing.
+    Check,
+    /// Admit as many of `n` as fit (at least one), after giving back a previous lease.
+    Take(Option<GiveBack>),
+    /// Record `n` unconditionally.
+    Hit,
+    /// Read only.
+    Status,
+}
+
+/// The unused part of a lease, handed back: the lease's score and highest sequence number,
+/// and how many of its newest members were never used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GiveBack {
+    pub(crate) score: u64,
+    pub(crate) seq_hi: u64,
+    pub(crate) unused: u64,
+}
+
+/// The parameters of one key's exact log.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ExactParams {
+    pub(crate) window_ticks: u64,
+    pub(crate) max_requests: u64,
+    pub(crate) ttl_ms: u64,
+    pub(crate) lateness_ticks: u64,
+}
+
+pub(crate) fn call(
+    pool: &Pool,
+    keys: &[String; 2],
+    params: ExactParams,
+    op: ExactOp,
+    now: &str,
+    n: u64,
+) -> Result<Reply, Error> {
+    let (name, give_back) = match op {
+        ExactOp::Check => ("check", None),
+        ExactOp::Take(give_back) => ("take", give_back),
+        ExactOp::Hit => ("hit", None),
+        ExactOp::Status => ("status", None),
+    };
+    let give_back = give_back.unwrap_or(GiveBack {
+        score: 0,
+        seq_hi: 0,
+        unused: 0,
+    });
+    let args = [
+        name.to_owned(),
+        now.to_owned(),
+        params.window_ticks.to_string(),
+        params.max_requests.to_string(),
+        n.to_string(),
+        params.ttl_ms.to_string(),
+        params.lateness_ticks.to_string(),
+        give_back.score.to_string(),
+        give_back.seq_hi.to_string(),
+        give_back.unused.to_string(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let values: Vec<i64> = pool.eval(&EXACT, &[&keys[0], &keys[1]], &args)?;
+    Reply::parse(&values)
+}

@@ -1,0 +1,113 @@
+-- The exact sliding log of one key, decided and recorded in one atomic step.
+--
+-- KEYS[1]  the log: a sorted set, one member per recorded hit, scored by its tick
+-- KEYS[2]  the key's bookkeeping: a hash with `seq` (makes members unique) and `wm` (the
+--          removal watermark: every member scored at or below it has been removed)
+-- ARGV     op ('check' | 'take' | 'hit' | 'status'), now ('' = the server's TIME in
+--          microseconds), window, max, n, ttl_ms, lateness,
+--          and for 'take' the previous lease to give back: its score, its highest
+--          sequence number, how many of its members are unused (0: none)
+-- Returns  {granted, live count after, retry-after ticks, now, highest sequence number,
+--          too-late flag}
+--
+-- A hit scored s is live at t when s > t - window, later hits included (they already
+-- happened). A call whose window reaches below the watermark (t - window < wm) is
+-- refused: the members it would have to count may be gone. Removal keeps the watermark at
+-- most `lateness` behind the window of the newest call, so callers up to that late are
+-- answered in full.
+local log, meta = KEYS[1], KEYS[2]
+local op = ARGV[1]
+local now
+if ARGV[2] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[2])
+end
+local window, max, n = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local ttl, lateness = ARGV[6], tonumber(ARGV[7])
+
+-- Integers are exact in Lua's doubles below 2^53; print them without an exponent.
+local function num(x) return string.format('%.0f', x) end
+
+local function call_chunked(cmd, key, items)
+  local i = 1
+  while i <= #items do
+    redis.call(cmd, key, unpack(items, i, math.min(i + 999, #items)))
+    i = i + 1000
+  end
+end
+
+local wm = tonumber(redis.call('HGET', meta, 'wm') or '-1e300')
+
+-- Give back the unused members of the caller's previous lease (they were never used, and
+-- the caller will never use them).
+if op == 'take' and tonumber(ARGV[10]) > 0 then
+  local score, hi, unused = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+  local members = {}
+  for i = hi - unused + 1, hi do members[#members + 1] = score .. ':' .. num(i) end
+  call_chunked('ZREM', log, members)
+end
+
+local floor = now - window
+local too_late = floor < wm
+local live = redis.call('ZCOUNT', log, '(' .. num(floor), '+inf')
+
+-- Ticks until `need` more hits fit: the k-th oldest live hit must leave first.
+local function retry_for(need)
+  local k = live + need - max
+  if k <= 0 then return 0 end
+  local m = redis.call('ZRANGEBYSCORE', log, '(' .. num(floor), '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
+  return tonumber(m[2]) + window - now
+end
+
+local function record(count)
+  local hi = redis.call('HINCRBY', meta, 'seq', count)
+  local score = num(now)
+  local items = {}
+  for i = hi - count + 1, hi do
+    items[#items + 1] = score
+    items[#items + 1] = score .. ':' .. num(i)
+  end
+  call_chunked('ZADD', log, items)
+  return hi
+end
+
+local function tidy()
+  -- Forget what no admissible call can count any more, and raise the watermark first.
+  local cut = floor - lateness
+  if cut > wm then
+    redis.call('HSET', meta, 'wm', num(cut))
+    redis.call('ZREMRANGEBYSCORE', log, '-inf', num(cut))
+  end
+  redis.call('PEXPIRE', log, ttl)
+  redis.call('PEXPIRE', meta, ttl)
+end
+
+if op == 'check' or op == 'take' then
+  if too_late then return {0, live, 0, now, 0, 1} end
+  local grant = n
+  if live + n > max then
+    if op == 'take' then grant = max - live else grant = 0 end
+  end
+  if grant <= 0 then
+    if op == 'take' then return {0, live, retry_for(1), now, 0, 0} end
+    return {0, live, retry_for(n), now, 0, 0}
+  end
+  local hi = record(grant)
+  tidy()
+  return {grant, live + grant, 0, now, hi, 0}
+elseif op == 'hit' then
+  if now <= wm then return {0, live, 0, now, 0, 1} end
+  local hi = record(n)
+  -- Keep the newest `max` members: a removed member has `max` newer ones beside it, so
+  -- every window that would count it is full anyway. (Logs that take leases never get
+  -- 'hit', so no give-back can thin those newer ones out.)
+  redis.call('ZREMRANGEBYRANK', log, 0, -(max + 1))
+  tidy()
+  live = redis.call('ZCOUNT', log, '(' .. num(floor), '+inf')
+  return {n, live, 0, now, hi, 0}
+else
+  if too_late then return {0, live, 0, now, 0, 1} end
+  return {0, live, retry_for(1), now, 0, 0}
+end
