@@ -56,7 +56,7 @@ impl Error {
             Self::Timeout { after: timeout }
         } else if err.is_io_error() || err.is_connection_dropped() || err.is_connection_refusal() {
             Self::Connection(err)
-        } else if matches!(err.kind(), redis::ErrorKind::Server(_)) {
+        } else if err.code().is_some() || matches!(err.kind(), redis::ErrorKind::Server(_)) {
             Self::Server(err)
         } else {
             Self::Reply(err.to_string())

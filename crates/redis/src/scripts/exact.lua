@@ -96,7 +96,8 @@ if op == 'check' or op == 'take' then
   end
   local hi = record(grant)
   tidy()
-  return {grant, live + grant, 0, now, hi, 0}
+  live = live + grant
+  return {grant, live, retry_for(1), now, hi, 0}
 elseif op == 'hit' then
   if now <= wm then return {0, live, 0, now, 0, 1} end
   local hi = record(n)
