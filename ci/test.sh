@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Every test of the workspace: unit, integration, property, stress and doc tests of every
-# crate, then the loom models (ci/loom.sh) with their negative controls.
+# crate, then the loom models (ci/loom.sh) with their negative controls. The Redis
+# backend's tests need redis-server (ci/redis.sh installs it if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+bash ci/redis.sh
 
 start=$(date +%s)
 cargo test --workspace --locked

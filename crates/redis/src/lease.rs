@@ -3,7 +3,7 @@
 //! processes together.
 //!
 //! # How
-//! The leases of a key live in an exact log in Redis (the [`exact`](crate::exact) script)
+//! The leases of a key live in an exact log in Redis (the [`exact`] script)
 //! with window `W' = W + d`, where `d` is the lease duration. A lease taken at tick `t_l`
 //! admits up to `b` members scored `t_l` in that log (fewer if fewer fit; the batch `b` is
 //! the round-trip reduction). The process then admits requests from it, locally, only
@@ -15,7 +15,7 @@
 //! has a time `r` with `t_l <= r < t_l + d`, so a lease that served a request in the window
 //! has `t_l <= x` and `t_l > x - W - d`: its members are scored in `(x - W', x]`, one window
 //! of the lease log. That log never holds more than `N` members scored in one of its
-//! windows (see [`exact`](crate::exact)'s proof, which holds in any call order; a give-back
+//! windows (see [`exact`]'s proof, which holds in any call order; a give-back
 //! only removes members, and only ones no request used). Every admitted request used its own
 //! member of its lease, so the window holds at most `N` admitted requests. ∎
 //!

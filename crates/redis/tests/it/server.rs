@@ -2,7 +2,7 @@
 //! killed on drop.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -18,7 +18,7 @@ fn free_port() -> u16 {
     listener.local_addr().expect("local address").port()
 }
 
-fn spawn(port: u16, dir: &PathBuf) -> Child {
+fn spawn(port: u16, dir: &Path) -> Child {
     Command::new("redis-server")
         .args(["--port", &port.to_string()])
         .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
@@ -56,10 +56,6 @@ impl Server {
             server.kill();
         }
         panic!("redis-server did not answer PING on any of 5 free ports");
-    }
-
-    pub(crate) fn port(&self) -> u16 {
-        self.port
     }
 
     pub(crate) fn url(&self) -> String {
