@@ -6,8 +6,12 @@
 //! its `n` members only if that count plus `n` is at most `N`. Members leave in two ways
 //! only, both harmless: (1) by score, at or below the key's watermark, which is raised
 //! before the removal, and a call whose window `(t - W, t]` reaches below the watermark is
-//! refused; (2) by rank after a `hit` (the newest `N` are kept): a member removed that way
-//! has `N` newer members beside it, so every window that would count it is already full.
+//! refused; (2) by rank after a `check` or a `hit` (the newest `N` are
+//! kept): a member removed that way has `N` newer members beside it, which only a later
+//! removal by rank or by score could take (and those would take it first), so every window
+//! that would count it is already full. (Lease logs, whose give-back removes members, are
+//! never trimmed by rank, and use keys of their own.) So a log holds at most `N` members
+//! (a lease log: those of one window and the lateness).
 //! Take any window `(x - W, x]` and the last admission (in the server's order) with a tick
 //! `t` in it: every earlier admission in the window has a score above `x - W >= t - W`, is
 //! still present by the two rules, and was counted, so the window holds at most `N`.

@@ -139,7 +139,10 @@ impl LeasedLimiter {
             .ok_or_else(|| Error::Config("window + lease duration overflows".to_owned()))?;
         let lease_limit = Limit::new(limit.max_requests(), lease_window)
             .map_err(|err| Error::Config(err.to_string()))?;
-        let remote = RedisLimiter::new(url, lease_limit, options)?;
+        // Lease logs get keys of their own (`<prefix>:lease:{#key}:…`): a direct caller's
+        // `check` trims by rank, which a lease log's give-back must not meet.
+        let prefix = format!("{}:lease", options.prefix_value());
+        let remote = RedisLimiter::new(url, lease_limit, options.prefix(&prefix))?;
         if remote.exact_params().is_none() {
             return Err(Error::Config(
                 "leases need the exact log, not buckets".to_owned(),

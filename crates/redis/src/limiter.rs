@@ -45,7 +45,7 @@ impl Default for Options {
 
 impl Options {
     /// Defaults: prefix `slidelimit`, timeout 100 ms, the server's `TIME`, the exact log,
-    /// lateness one window, expiry slack 1 s, fail closed.
+    /// lateness W/16 (server clock) or W (caller clock), expiry slack 1 s, fail closed.
     #[must_use]
     pub fn new() -> Self {
         Self {
@@ -64,6 +64,12 @@ impl Options {
     pub fn prefix(mut self, prefix: &str) -> Self {
         prefix.clone_into(&mut self.prefix);
         self
+    }
+
+    /// The configured key prefix.
+    #[must_use]
+    pub fn prefix_value(&self) -> &str {
+        &self.prefix
     }
 
     /// The longest a call may take, connecting included; past it the call answers
@@ -96,7 +102,8 @@ impl Options {
     }
 
     /// Exact log: how far behind a key's newest call another call may be and still be
-    /// answered in full (default: one window). Hits older than the newest call's window by
+    /// answered in full (default: one window with the caller's clock, a sixteenth of it
+    /// with the server's, whose calls arrive in time order unless its clock steps back). Hits older than the newest call's window by
     /// more than this are removed; a call reaching below them is refused.
     #[must_use]
     pub const fn lateness_ticks(mut self, ticks: u64) -> Self {
@@ -185,7 +192,13 @@ impl RedisLimiter {
             Error::Timeout { .. } => err,
             other => Error::Config(other.to_string()),
         })?;
-        let lateness = options.lateness_ticks.unwrap_or(limit.window_ticks());
+        // The server's clock serializes calls in time order (unless it steps back), so a
+        // small tolerance suffices and keeps the log near `N` members; callers' clocks
+        // disagree, so they get a whole window.
+        let lateness = options.lateness_ticks.unwrap_or(match options.time {
+            TimeSource::Server => limit.window_ticks() / 16,
+            TimeSource::Caller(_) => limit.window_ticks(),
+        });
         let algorithm = match options.buckets {
             None => Algorithm::Exact(ExactParams {
                 window_ticks: limit.window_ticks(),

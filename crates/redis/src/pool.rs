@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use redis::{Client, Connection, FromRedisValue};
+use redis::io::tcp::TcpSettings;
+use redis::{Client, Connection, FromRedisValue, IntoConnectionInfo};
 
 use crate::scripts::LuaScript;
 use crate::Error;
@@ -36,7 +37,12 @@ impl std::fmt::Debug for Pool {
 
 impl Pool {
     pub(crate) fn new(url: &str, timeout: Duration) -> Result<Self, Error> {
-        let client = Client::open(url).map_err(|err| Error::from_redis(err, timeout))?;
+        // TCP_NODELAY: every call is one small request awaiting its reply.
+        let info = url
+            .into_connection_info()
+            .map_err(|err| Error::from_redis(err, timeout))?
+            .set_tcp_settings(TcpSettings::default().set_nodelay(true));
+        let client = Client::open(info).map_err(|err| Error::from_redis(err, timeout))?;
         Ok(Self {
             client,
             idle: Mutex::new(Vec::new()),

@@ -1,6 +1,7 @@
 -- The exact sliding log of one key, decided and recorded in one atomic step.
 --
--- KEYS[1]  the log: a sorted set, one member per recorded hit, scored by its tick
+-- KEYS[1]  the log: a sorted set, one member per recorded hit, scored by its tick; the
+--          member is the hit's sequence number (unique per key, short)
 -- KEYS[2]  the key's bookkeeping: a hash with `seq` (makes members unique) and `wm` (the
 --          removal watermark: every member scored at or below it has been removed)
 -- ARGV     op ('check' | 'take' | 'hit' | 'status'), now ('' = the server's TIME in
@@ -43,9 +44,9 @@ local wm = tonumber(redis.call('HGET', meta, 'wm') or '-1e300')
 -- Give back the unused members of the caller's previous lease (they were never used, and
 -- the caller will never use them).
 if op == 'take' and tonumber(ARGV[10]) > 0 then
-  local score, hi, unused = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+  local hi, unused = tonumber(ARGV[9]), tonumber(ARGV[10])
   local members = {}
-  for i = hi - unused + 1, hi do members[#members + 1] = score .. ':' .. num(i) end
+  for i = hi - unused + 1, hi do members[#members + 1] = num(i) end
   call_chunked('ZREM', log, members)
 end
 
@@ -67,10 +68,17 @@ local function record(count)
   local items = {}
   for i = hi - count + 1, hi do
     items[#items + 1] = score
-    items[#items + 1] = score .. ':' .. num(i)
+    items[#items + 1] = num(i)
   end
   call_chunked('ZADD', log, items)
   return hi
+end
+
+-- Keep the newest `max` members: a removed member has `max` newer ones beside it, so every
+-- window that would count it is full anyway. Only for logs that never give back (a lease
+-- log's give-back could thin those newer ones out): 'check' and 'hit', never 'take'.
+local function keep_newest()
+  redis.call('ZREMRANGEBYRANK', log, 0, -(max + 1))
 end
 
 local function tidy()
@@ -95,16 +103,14 @@ if op == 'check' or op == 'take' then
     return {0, live, retry_for(n), now, 0, 0}
   end
   local hi = record(grant)
+  if op == 'check' then keep_newest() end
   tidy()
   live = live + grant
   return {grant, live, retry_for(1), now, hi, 0}
 elseif op == 'hit' then
   if now <= wm then return {0, live, 0, now, 0, 1} end
   local hi = record(n)
-  -- Keep the newest `max` members: a removed member has `max` newer ones beside it, so
-  -- every window that would count it is full anyway. (Logs that take leases never get
-  -- 'hit', so no give-back can thin those newer ones out.)
-  redis.call('ZREMRANGEBYRANK', log, 0, -(max + 1))
+  keep_newest()
   tidy()
   live = redis.call('ZCOUNT', log, '(' .. num(floor), '+inf')
   return {n, live, 0, now, hi, 0}

@@ -59,7 +59,7 @@ fn unused_permits_go_back_and_expired_leases_are_not_used() {
     let mut con = shared().connection();
     let card = |con: &mut redis::Connection| -> u64 {
         redis::cmd("ZCARD")
-            .arg("lease-back:{#k}:log")
+            .arg("lease-back:lease:{#k}:log")
             .query(con)
             .unwrap()
     };
