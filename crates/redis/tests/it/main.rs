@@ -7,6 +7,7 @@ mod exact;
 mod failure;
 mod lease;
 mod multiprocess;
+mod recipe;
 mod server;
 
 use std::sync::{Arc, OnceLock};

@@ -216,10 +216,12 @@ fn processes_with_skewed_clocks_and_load_never_over_admit() {
         );
         println!(
             "multiprocess {mode}: {PROCESSES} processes x {THREADS} threads, {} keys, {} calls, \
-             {admissions} admissions, 0 over-admissions, {:.3} round trips per decision",
+             {admissions} admissions, 0 over-admissions, {:.3} round trips per decision, \
+             {:.3} per admission",
             KEYS.len(),
             result.calls,
-            result.trips as f64 / result.calls as f64
+            result.trips as f64 / result.calls as f64,
+            result.trips as f64 / admissions as f64
         );
         per_mode.push((mode, admissions, result.trips, result.calls));
     }
