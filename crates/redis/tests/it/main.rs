@@ -19,10 +19,10 @@ use slidelimit_redis::{Options, RedisLimiter, TimeSource};
 pub(crate) use server::Server;
 
 /// One server shared by the tests that do not kill or pause it (each test uses its own
-/// key prefix).
+/// key prefix); it exits with the test process.
 pub(crate) fn shared() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
-    SERVER.get_or_init(Server::start)
+    SERVER.get_or_init(Server::start_watched)
 }
 
 /// Generous: the machine is shared with other builds.

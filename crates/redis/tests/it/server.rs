@@ -58,6 +58,26 @@ impl Server {
         panic!("redis-server did not answer PING on any of 5 free ports");
     }
 
+    /// Starts a server that also goes away when this test process does (a watchdog shell
+    /// polls the process): for the shared server, which a static holds and nothing drops.
+    pub(crate) fn start_watched() -> Self {
+        let server = Self::start();
+        let script = format!(
+            "while kill -0 {parent} 2>/dev/null; do sleep 0.5; done; kill -9 {redis}; rm -rf '{dir}'",
+            parent = std::process::id(),
+            redis = server.pid(),
+            dir = server.dir.display()
+        );
+        Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the watchdog shell");
+        server
+    }
+
     pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/", self.port)
     }
