@@ -9,6 +9,8 @@ bash ci/redis.sh
 
 start=$(date +%s)
 cargo test --workspace --locked
+# The Redis crate's async limiter, behind its `tokio` feature.
+cargo test -p slidelimit-redis --features tokio --locked --test it -- asynchronous
 echo "cargo test: $(( $(date +%s) - start )) s"
 
 bash ci/loom.sh

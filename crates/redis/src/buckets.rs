@@ -14,11 +14,6 @@
 
 use slidelimit::{RollingBuckets, Window};
 
-use crate::pool::Pool;
-use crate::reply::Reply;
-use crate::scripts::BUCKETS;
-use crate::Error;
-
 /// One call of the buckets script.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum BucketOp {
@@ -27,21 +22,20 @@ pub(crate) enum BucketOp {
     Status,
 }
 
-pub(crate) fn call(
-    pool: &Pool,
-    key: &str,
+/// The script's arguments for one call.
+pub(crate) fn args(
     window: &RollingBuckets,
     ttl_ms: u64,
     op: BucketOp,
     now: &str,
     n: u64,
-) -> Result<Reply, Error> {
+) -> Vec<String> {
     let name = match op {
         BucketOp::Check => "check",
         BucketOp::Hit => "hit",
         BucketOp::Status => "status",
     };
-    let args = [
+    vec![
         name.to_owned(),
         now.to_owned(),
         window.bucket_ticks().to_string(),
@@ -50,8 +44,5 @@ pub(crate) fn call(
         window.limit().max_requests().to_string(),
         n.to_string(),
         ttl_ms.to_string(),
-    ];
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let values: Vec<i64> = pool.eval(&BUCKETS, &[key], &args)?;
-    Reply::parse(&values)
+    ]
 }

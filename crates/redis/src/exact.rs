@@ -53,14 +53,8 @@ pub(crate) struct ExactParams {
     pub(crate) lateness_ticks: u64,
 }
 
-pub(crate) fn call(
-    pool: &Pool,
-    keys: &[String; 2],
-    params: ExactParams,
-    op: ExactOp,
-    now: &str,
-    n: u64,
-) -> Result<Reply, Error> {
+/// The script's arguments for one call.
+pub(crate) fn args(params: ExactParams, op: ExactOp, now: &str, n: u64) -> Vec<String> {
     let (name, give_back) = match op {
         ExactOp::Check => ("check", None),
         ExactOp::Take(give_back) => ("take", give_back),
@@ -72,7 +66,7 @@ pub(crate) fn call(
         seq_hi: 0,
         unused: 0,
     });
-    let args = [
+    vec![
         name.to_owned(),
         now.to_owned(),
         params.window_ticks.to_string(),
@@ -83,7 +77,18 @@ pub(crate) fn call(
         give_back.score.to_string(),
         give_back.seq_hi.to_string(),
         give_back.unused.to_string(),
-    ];
+    ]
+}
+
+pub(crate) fn call(
+    pool: &Pool,
+    keys: &[String; 2],
+    params: ExactParams,
+    op: ExactOp,
+    now: &str,
+    n: u64,
+) -> Result<Reply, Error> {
+    let args = args(params, op, now, n);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let values: Vec<i64> = pool.eval(&EXACT, &[&keys[0], &keys[1]], &args)?;
     Reply::parse(&values)

@@ -52,6 +52,8 @@
 //! `NOSCRIPT`. All keys of one limiter key share a cluster hash tag. Connections are
 //! blocking, pooled, with socket timeouts set to each call's deadline.
 
+#[cfg(feature = "tokio")]
+pub mod asynchronous;
 pub mod buckets;
 mod error;
 pub mod exact;
@@ -64,6 +66,8 @@ mod reply;
 mod scripts;
 mod time;
 
+#[cfg(feature = "tokio")]
+pub use asynchronous::AsyncRedisLimiter;
 pub use error::Error;
 pub use failure::{FailurePolicy, Source, Verdict};
 pub use lease::{LeaseDecision, LeasedLimiter};

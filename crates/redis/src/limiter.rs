@@ -11,6 +11,7 @@ use crate::failure::{FailurePolicy, Fallback, Verdict};
 use crate::keys::KeySpace;
 use crate::pool::Pool;
 use crate::reply::{check_weight, tick_arg, Reply};
+use crate::scripts::{LuaScript, BUCKETS, EXACT};
 use crate::time::{TimeSource, UnixMicros};
 use crate::Error;
 
@@ -152,6 +153,12 @@ pub struct Decision {
 /// See the [crate documentation](crate) for an example and the guarantees.
 pub struct RedisLimiter {
     pool: Pool,
+    setup: Setup,
+}
+
+/// What a limiter is, apart from how it talks to Redis: shared by the blocking and the
+/// async limiter.
+pub(crate) struct Setup {
     keys: KeySpace,
     limit: Limit,
     algorithm: Algorithm,
@@ -159,16 +166,31 @@ pub struct RedisLimiter {
     fallback: Fallback,
 }
 
+/// One script call: which script, its keys, its arguments.
+pub(crate) struct Request {
+    pub(crate) script: &'static LuaScript,
+    pub(crate) keys: Vec<String>,
+    pub(crate) args: Vec<String>,
+}
+
 impl std::fmt::Debug for RedisLimiter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RedisLimiter")
             .field("pool", &self.pool)
+            .field("setup", &self.setup)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Setup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Setup")
             .field("keys", &self.keys)
             .field("limit", &self.limit)
             .field("algorithm", &self.algorithm)
             .field("caller_clock", &self.clock.is_some())
             .field("failure", &self.fallback.policy())
-            .finish_non_exhaustive()
+            .finish()
     }
 }
 
@@ -192,6 +214,15 @@ impl RedisLimiter {
             Error::Timeout { .. } => err,
             other => Error::Config(other.to_string()),
         })?;
+        Ok(Self {
+            pool,
+            setup: Setup::new(limit, &options)?,
+        })
+    }
+}
+
+impl Setup {
+    pub(crate) fn new(limit: Limit, options: &Options) -> Result<Self, Error> {
         // The server's clock serializes calls in time order (unless it steps back), so a
         // small tolerance suffices and keeps the log near `N` members; callers' clocks
         // disagree, so they get a whole window.
@@ -230,7 +261,6 @@ impl RedisLimiter {
             .unwrap_or_else(|| Arc::new(UnixMicros::new()) as Arc<dyn Clock>);
         let fallback = Fallback::new(options.failure, limit, local_clock)?;
         Ok(Self {
-            pool,
             keys: KeySpace::new(&options.prefix),
             limit,
             algorithm,
@@ -239,16 +269,72 @@ impl RedisLimiter {
         })
     }
 
+    pub(crate) const fn limit(&self) -> Limit {
+        self.limit
+    }
+
+    pub(crate) fn fallback(&self) -> &Fallback {
+        &self.fallback
+    }
+
+    /// The script call for `op` on `key` now, weight `n` (checked).
+    pub(crate) fn request(&self, key: &str, op: Op, n: u64) -> Result<Request, Error> {
+        check_weight(self.limit, n)?;
+        let now = tick_arg(self.clock.as_ref().map(|clock| clock.now_ticks()))?;
+        Ok(match &self.algorithm {
+            Algorithm::Exact(params) => {
+                let op = match op {
+                    Op::Check => ExactOp::Check,
+                    Op::Hit => ExactOp::Hit,
+                    Op::Status => ExactOp::Status,
+                };
+                Request {
+                    script: &EXACT,
+                    keys: self.keys.exact(key).to_vec(),
+                    args: exact::args(*params, op, &now, n),
+                }
+            }
+            Algorithm::Buckets { window, ttl_ms } => {
+                let op = match op {
+                    Op::Check => BucketOp::Check,
+                    Op::Hit => BucketOp::Hit,
+                    Op::Status => BucketOp::Status,
+                };
+                Request {
+                    script: &BUCKETS,
+                    keys: vec![self.keys.buckets(key)],
+                    args: buckets::args(window, *ttl_ms, op, &now, n),
+                }
+            }
+        })
+    }
+
+    /// The decision a check's reply gives.
+    pub(crate) fn decision(&self, reply: &Reply) -> Decision {
+        Decision {
+            admitted: reply.granted > 0,
+            status: reply.status(self.limit),
+            now: reply.now,
+        }
+    }
+
+    /// Whether `n` more fit, from a status reply.
+    pub(crate) const fn allows(&self, reply: &Reply, n: u64) -> bool {
+        !reply.too_late && reply.count + n <= self.limit.max_requests()
+    }
+}
+
+impl RedisLimiter {
     /// The limit enforced per key, across every process sharing the server.
     #[must_use]
     pub const fn limit(&self) -> Limit {
-        self.limit
+        self.setup.limit()
     }
 
     /// `"exact"` or `"buckets"`.
     #[must_use]
     pub const fn algorithm(&self) -> &'static str {
-        match self.algorithm {
+        match self.setup.algorithm {
             Algorithm::Exact(_) => "exact",
             Algorithm::Buckets { .. } => "buckets",
         }
@@ -267,61 +353,35 @@ impl RedisLimiter {
         self.pool.timeout()
     }
 
-    pub(crate) fn now_arg(&self) -> Result<String, Error> {
-        tick_arg(self.clock.as_ref().map(|clock| clock.now_ticks()))
-    }
-
     pub(crate) fn pool(&self) -> &Pool {
         &self.pool
     }
 
     pub(crate) fn key_space(&self) -> &KeySpace {
-        &self.keys
+        &self.setup.keys
     }
 
     pub(crate) fn exact_params(&self) -> Option<ExactParams> {
-        match self.algorithm {
+        match self.setup.algorithm {
             Algorithm::Exact(params) => Some(params),
             Algorithm::Buckets { .. } => None,
         }
     }
 
     pub(crate) fn fallback_decide(&self, key: &str, n: u64, err: Error) -> Verdict {
-        self.fallback.decide(key, n, err)
+        self.setup.fallback().decide(key, n, err)
     }
 
     pub(crate) fn caller_clock(&self) -> Option<&Arc<dyn Clock>> {
-        self.clock.as_ref()
+        self.setup.clock.as_ref()
     }
 
     fn run(&self, key: &str, op: Op, n: u64) -> Result<Reply, Error> {
-        let now = self.now_arg()?;
-        match &self.algorithm {
-            Algorithm::Exact(params) => {
-                let op = match op {
-                    Op::Check => ExactOp::Check,
-                    Op::Hit => ExactOp::Hit,
-                    Op::Status => ExactOp::Status,
-                };
-                exact::call(&self.pool, &self.keys.exact(key), *params, op, &now, n)
-            }
-            Algorithm::Buckets { window, ttl_ms } => {
-                let op = match op {
-                    Op::Check => BucketOp::Check,
-                    Op::Hit => BucketOp::Hit,
-                    Op::Status => BucketOp::Status,
-                };
-                buckets::call(
-                    &self.pool,
-                    &self.keys.buckets(key),
-                    window,
-                    *ttl_ms,
-                    op,
-                    &now,
-                    n,
-                )
-            }
-        }
+        let request = self.setup.request(key, op, n)?;
+        let keys: Vec<&str> = request.keys.iter().map(String::as_str).collect();
+        let args: Vec<&str> = request.args.iter().map(String::as_str).collect();
+        let values: Vec<i64> = self.pool.eval(request.script, &keys, &args)?;
+        Reply::parse(&values)
     }
 
     /// Atomically, on the server: if `key` has room for one more hit now, records it.
@@ -339,13 +399,8 @@ impl RedisLimiter {
     /// # Errors
     /// As [`Self::check_and_hit`], and [`Error::Weight`] for `n = 0` or `n > max_requests`.
     pub fn check_and_hit_n(&self, key: &str, n: u64) -> Result<Decision, Error> {
-        check_weight(self.limit, n)?;
         let reply = self.run(key, Op::Check, n)?;
-        Ok(Decision {
-            admitted: reply.granted > 0,
-            status: reply.status(self.limit),
-            now: reply.now,
-        })
+        Ok(self.setup.decision(&reply))
     }
 
     /// Records a hit of `key` now, unconditionally.
@@ -361,7 +416,6 @@ impl RedisLimiter {
     /// # Errors
     /// As [`Self::check_and_hit_n`].
     pub fn hit_n(&self, key: &str, n: u64) -> Result<(), Error> {
-        check_weight(self.limit, n)?;
         self.run(key, Op::Hit, n).map(|_| ())
     }
 
@@ -378,9 +432,8 @@ impl RedisLimiter {
     /// # Errors
     /// As [`Self::check_and_hit_n`].
     pub fn allowed_n(&self, key: &str, n: u64) -> Result<bool, Error> {
-        check_weight(self.limit, n)?;
         let reply = self.run(key, Op::Status, n)?;
-        Ok(!reply.too_late && reply.count + n <= self.limit.max_requests())
+        Ok(self.setup.allows(&reply, n))
     }
 
     /// What `key`'s window holds now: live count, remaining, retry-after (ticks until one
@@ -390,7 +443,7 @@ impl RedisLimiter {
     /// As [`Self::check_and_hit`].
     pub fn status(&self, key: &str) -> Result<Status, Error> {
         self.run(key, Op::Status, 1)
-            .map(|reply| reply.status(self.limit))
+            .map(|reply| reply.status(self.setup.limit))
     }
 
     /// [`Self::check_and_hit_n`] with the configured [`FailurePolicy`] standing in when
@@ -401,14 +454,14 @@ impl RedisLimiter {
     pub fn decide(&self, key: &str, n: u64) -> Result<Verdict, Error> {
         match self.check_and_hit_n(key, n) {
             Ok(decision) => Ok(Verdict::from_redis(decision.admitted)),
-            Err(err) if err.is_backend_failure() => Ok(self.fallback.decide(key, n, err)),
+            Err(err) if err.is_backend_failure() => Ok(self.setup.fallback.decide(key, n, err)),
             Err(err) => Err(err),
         }
     }
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Op {
+pub(crate) enum Op {
     Check,
     Hit,
     Status,

@@ -1,6 +1,8 @@
 //! The integration tests of slidelimit-redis, against real `redis-server` processes that the
 //! tests start on free loopback ports (`redis-server` must be on PATH: `bash ci/redis.sh`).
 
+#[cfg(feature = "tokio")]
+mod asynchronous;
 mod buckets;
 mod check;
 mod exact;

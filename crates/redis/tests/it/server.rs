@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 pub(crate) struct Server {
     child: Option<Child>,
+    /// The shared server's watchdog (see [`Server::start_watched`]); it exits on its own.
+    watchdog: Option<Child>,
     port: u16,
     dir: PathBuf,
 }
@@ -47,6 +49,7 @@ impl Server {
             let port = free_port();
             let mut server = Self {
                 child: Some(spawn(port, &dir)),
+                watchdog: None,
                 port,
                 dir: dir.clone(),
             };
@@ -61,20 +64,22 @@ impl Server {
     /// Starts a server that also goes away when this test process does (a watchdog shell
     /// polls the process): for the shared server, which a static holds and nothing drops.
     pub(crate) fn start_watched() -> Self {
-        let server = Self::start();
+        let mut server = Self::start();
         let script = format!(
             "while kill -0 {parent} 2>/dev/null; do sleep 0.5; done; kill -9 {redis}; rm -rf '{dir}'",
             parent = std::process::id(),
             redis = server.pid(),
             dir = server.dir.display()
         );
-        Command::new("sh")
-            .args(["-c", &script])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the watchdog shell");
+        server.watchdog = Some(
+            Command::new("sh")
+                .args(["-c", &script])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start the watchdog shell"),
+        );
         server
     }
 
@@ -156,6 +161,10 @@ impl Drop for Server {
                 .status();
         }
         self.kill();
+        if let Some(mut watchdog) = self.watchdog.take() {
+            let _ = watchdog.kill();
+            let _ = watchdog.wait();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -455,9 +455,9 @@ fn write_results(all: &[Vec<Cell>], rounds: usize, seconds: f64, args: &[String]
             over,
             mem
         );
-        let _ = write!(
+        let _ = writeln!(
             json,
-            "    {{\"cell\": {:?}, \"threads\": {}, \"decisions_per_s\": {:.1}, \"p50_us\": {:.2}, \"p99_us\": {:.2}, \"p999_us\": {:.2}, \"round_trips_per_decision\": {:.4}, \"admitted_of_capacity\": {:.4}, \"worst_window\": {worst}, \"over_admissions\": {over}, \"memory_bytes\": {mem:.0}, \"rounds\": [{}]}}{}\n",
+            "    {{\"cell\": {:?}, \"threads\": {}, \"decisions_per_s\": {:.1}, \"p50_us\": {:.2}, \"p99_us\": {:.2}, \"p999_us\": {:.2}, \"round_trips_per_decision\": {:.4}, \"admitted_of_capacity\": {:.4}, \"worst_window\": {worst}, \"over_admissions\": {over}, \"memory_bytes\": {mem:.0}, \"rounds\": [{}]}}{}",
             first.cell, first.threads, med(|r| r.decisions_per_s), med(|r| r.p50_us), med(|r| r.p99_us), med(|r| r.p999_us),
             med(|r| r.round_trips_per_decision), med(|r| r.admitted_of_capacity),
             runs.iter().map(|r| format!("{{\"decisions_per_s\": {:.1}, \"p99_us\": {:.2}, \"over_admissions\": {}}}", r.decisions_per_s, r.p99_us, r.over_admissions)).collect::<Vec<_>>().join(", "),
