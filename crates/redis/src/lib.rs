@@ -50,7 +50,9 @@
 //! total, with the core's [`RollingBuckets`](slidelimit::RollingBuckets) geometry. The
 //! scripts (`src/scripts/*.lua`) are loaded once and called by SHA, loaded again on
 //! `NOSCRIPT`. All keys of one limiter key share a cluster hash tag. Connections are
-//! blocking, pooled, with socket timeouts set to each call's deadline.
+//! blocking, pooled, with socket timeouts set to each call's deadline. With the `tokio`
+//! feature, `AsyncRedisLimiter` (module `asynchronous`) runs the same scripts over one
+//! multiplexed async connection.
 
 #[cfg(feature = "tokio")]
 pub mod asynchronous;
