@@ -36,12 +36,15 @@ pub(crate) enum ExactOp {
 }
 
 /// The unused part of a lease, handed back: the lease's score and highest sequence number,
-/// and how many of its newest members were never used.
+/// how many of its newest members were never used, and the key's `born` stamp when the
+/// lease was taken (the script gives back nothing if the key has been born again since:
+/// it expired, or the server restarted, and its sequence numbers started over).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct GiveBack {
     pub(crate) score: u64,
     pub(crate) seq_hi: u64,
     pub(crate) unused: u64,
+    pub(crate) born: u64,
 }
 
 /// The parameters of one key's exact log.
@@ -65,6 +68,7 @@ pub(crate) fn args(params: ExactParams, op: ExactOp, now: &str, n: u64) -> Vec<S
         score: 0,
         seq_hi: 0,
         unused: 0,
+        born: 0,
     });
     vec![
         name.to_owned(),
@@ -77,6 +81,7 @@ pub(crate) fn args(params: ExactParams, op: ExactOp, now: &str, n: u64) -> Vec<S
         give_back.score.to_string(),
         give_back.seq_hi.to_string(),
         give_back.unused.to_string(),
+        give_back.born.to_string(),
     ]
 }
 

@@ -8,7 +8,10 @@
 //! admits up to `b` members scored `t_l` in that log (fewer if fewer fit; the batch `b` is
 //! the round-trip reduction). The process then admits requests from it, locally, only
 //! while its time is in `[t_l, t_l + d)`. When it needs a new lease, the same script call
-//! first removes the old lease's unused members, which no request used and none will.
+//! first removes the old lease's unused members, which no request used and none will, if
+//! they are still live (the lease is less than `W'` old) and the key is the one the lease
+//! was taken from (its `born` stamp matches: a key that expired, or a restarted server,
+//! numbers its members anew, and another process's members must never be removed).
 //!
 //! # Why the processes together never over-admit
 //! Take any window `(x - W, x]` of request times. A request admitted from a lease at `t_l`
@@ -65,6 +68,8 @@ struct Lease {
     seq_hi: u64,
     granted: u64,
     used: u64,
+    /// The key's `born` stamp the lease was taken under (see [`GiveBack`]).
+    born: u64,
     /// When the lease request was sent: the local anchor of `score` in server-clock mode.
     sent_at: Instant,
     /// No lease can be had before this tick (a refusal's retry-after); 0 when none.
@@ -78,6 +83,7 @@ impl Lease {
             seq_hi: 0,
             granted: 0,
             used: 0,
+            born: 0,
             sent_at: now,
             blocked_until: 0,
         }
@@ -95,6 +101,8 @@ pub struct LeasedLimiter {
     limit: Limit,
     batch: u64,
     lease_ticks: u64,
+    /// `W + d`: the lease log's window.
+    lease_window: u64,
     leases: Mutex<HashMap<String, Arc<Mutex<Lease>>>>,
 }
 
@@ -119,7 +127,8 @@ impl LeasedLimiter {
     ///
     /// # Errors
     /// [`Error::Config`] for a zero batch or lease duration, a batch above the limit, bucket
-    /// options, or what [`RedisLimiter::new`] refuses.
+    /// options, a timeout not below the expiry slack, or what [`RedisLimiter::new`]
+    /// refuses.
     pub fn new(
         url: &str,
         limit: Limit,
@@ -139,6 +148,12 @@ impl LeasedLimiter {
             .ok_or_else(|| Error::Config("window + lease duration overflows".to_owned()))?;
         let lease_limit = Limit::new(limit.max_requests(), lease_window)
             .map_err(|err| Error::Config(err.to_string()))?;
+        if options.timeout_value() >= options.expiry_slack_value() {
+            return Err(Error::Config(
+                "a lease needs a timeout below the expiry slack (see the lease module docs)"
+                    .to_owned(),
+            ));
+        }
         // Lease logs get keys of their own (`<prefix>:lease:{#key}:…`): a direct caller's
         // `check` trims by rank, which a lease log's give-back must not meet.
         let prefix = format!("{}:lease", options.prefix_value());
@@ -153,6 +168,7 @@ impl LeasedLimiter {
             limit,
             batch,
             lease_ticks,
+            lease_window,
             leases: Mutex::new(HashMap::new()),
         })
     }
@@ -242,10 +258,18 @@ impl LeasedLimiter {
     /// Gives back the unused part of `lease` and takes up to `n` new permits (`n = 0`: give
     /// back only), in one script run.
     fn take(&self, key: &str, lease: &mut Lease, n: u64) -> Result<crate::reply::Reply, Error> {
-        let give_back = (lease.granted > lease.used).then(|| GiveBack {
+        // Give back only while the lease's members are live (its tick is less than one lease
+        // window `W + d` old): the lease's own write then keeps the key from expiring
+        // before the give-back lands (the expiry is that window plus the lateness plus a
+        // slack longer than the timeout), so the members it names are still its own. An
+        // older lease's members count for nobody any more; they are left to be trimmed.
+        let local = self.local_now(lease);
+        let live = local < lease.score.saturating_add(self.lease_window);
+        let give_back = (lease.granted > lease.used && live).then(|| GiveBack {
             score: lease.score,
             seq_hi: lease.seq_hi,
             unused: lease.granted - lease.used,
+            born: lease.born,
         });
         // From here on the old lease is never used again, whatever the outcome.
         lease.granted = 0;
@@ -268,6 +292,7 @@ impl LeasedLimiter {
         lease.score = reply.now;
         lease.seq_hi = reply.seq_hi;
         lease.granted = reply.granted;
+        lease.born = reply.born;
         lease.sent_at = sent_at;
         Ok(reply)
     }

@@ -121,6 +121,10 @@ impl Options {
         self
     }
 
+    pub(crate) const fn expiry_slack_value(&self) -> Duration {
+        self.expiry_slack
+    }
+
     /// What [`RedisLimiter::decide`] answers when Redis fails.
     #[must_use]
     pub fn failure(mut self, failure: FailurePolicy) -> Self {

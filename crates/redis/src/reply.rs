@@ -7,7 +7,7 @@ use crate::Error;
 /// Ticks must stay below 2^53: sorted-set scores and Lua numbers are doubles.
 pub(crate) const MAX_TICK: u64 = 1 << 53;
 
-/// What a script answered: `{granted, count, retry, now, seq_hi, too_late}`.
+/// What a script answered: `{granted, count, retry, now, seq_hi, too_late, born}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Reply {
     /// Hits recorded by this call (0 for a refusal or a read).
@@ -22,6 +22,9 @@ pub(crate) struct Reply {
     pub(crate) seq_hi: u64,
     /// The call was below the key's removal watermark (or lateness bound) and was refused.
     pub(crate) too_late: bool,
+    /// The exact log's `born` stamp (the tick of the key's first record), returned with a
+    /// granted lease; 0 otherwise.
+    pub(crate) born: u64,
 }
 
 impl Reply {
@@ -29,7 +32,7 @@ impl Reply {
         let field = |i: usize| -> Result<u64, Error> {
             let v = values
                 .get(i)
-                .ok_or_else(|| Error::Reply(format!("expected 6 integers, got {values:?}")))?;
+                .ok_or_else(|| Error::Reply(format!("expected 7 integers, got {values:?}")))?;
             // Retry-after is never negative by construction; clamp rather than fail if a
             // stepped server clock made it so.
             Ok(u64::try_from(*v).unwrap_or(0))
@@ -41,6 +44,7 @@ impl Reply {
             now: field(3)?,
             seq_hi: field(4)?,
             too_late: field(5)? != 0,
+            born: field(6)?,
         })
     }
 
@@ -93,7 +97,7 @@ mod tests {
     #[test]
     fn parses_and_derives_status() {
         let limit = Limit::new(3, 10).unwrap();
-        let reply = Reply::parse(&[0, 3, 4, 17, 0, 0]).unwrap();
+        let reply = Reply::parse(&[0, 3, 4, 17, 0, 0, 0]).unwrap();
         assert_eq!(
             reply.status(limit),
             Status {
@@ -102,7 +106,7 @@ mod tests {
                 retry_after_ticks: 4
             }
         );
-        let late = Reply::parse(&[0, 1, 0, 17, 0, 1]).unwrap();
+        let late = Reply::parse(&[0, 1, 0, 17, 0, 1, 0]).unwrap();
         assert_eq!(late.status(limit).remaining, 0, "a late caller has no room");
         assert!(matches!(Reply::parse(&[1, 2]), Err(Error::Reply(_))));
     }

@@ -4,7 +4,7 @@
 --          one field per retained epoch holding its weight
 -- ARGV     op ('check' | 'hit' | 'status'), now ('' = the server's TIME in microseconds),
 --          bucket_ticks, buckets B, lateness L (buckets), max, n, ttl_ms
--- Returns  {granted, total after, retry-after ticks, now, 0, too-late flag}
+-- Returns  {granted, total after, retry-after ticks, now, 0, too-late flag, 0}
 --
 -- The epoch of tick t is floor(t / bucket_ticks). The retained epochs are
 -- [head - B - L, head]; a call at epoch e first advances the head to e (when later),
@@ -66,20 +66,20 @@ end
 
 local too_late = e + L < head
 if op == 'check' then
-  if too_late then return {0, total, 0, now, 0, 1} end
-  if total + n > max then return {0, total, retry_for(n), now, 0, 0} end
+  if too_late then return {0, total, 0, now, 0, 1, 0} end
+  if total + n > max then return {0, total, retry_for(n), now, 0, 0, 0} end
   redis.call('HINCRBY', k, num(e), n)
   total = total + n
   commit()
-  return {n, total, 0, now, 0, 0}
+  return {n, total, 0, now, 0, 0, 0}
 elseif op == 'hit' then
   -- A hit older than every retained bucket can never count for an admissible call.
-  if e < head - span then return {0, total, 0, now, 0, 1} end
+  if e < head - span then return {0, total, 0, now, 0, 1, 0} end
   redis.call('HINCRBY', k, num(e), n)
   total = total + n
   commit()
-  return {n, total, 0, now, 0, 0}
+  return {n, total, 0, now, 0, 0, 0}
 else
-  if too_late then return {0, total, 0, now, 0, 1} end
-  return {0, total, retry_for(1), now, 0, 0}
+  if too_late then return {0, total, 0, now, 0, 1, 0} end
+  return {0, total, retry_for(1), now, 0, 0, 0}
 end

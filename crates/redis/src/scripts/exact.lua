@@ -7,9 +7,10 @@
 -- ARGV     op ('check' | 'take' | 'hit' | 'status'), now ('' = the server's TIME in
 --          microseconds), window, max, n, ttl_ms, lateness,
 --          and for 'take' the previous lease to give back: its score, its highest
---          sequence number, how many of its members are unused (0: none)
+--          sequence number, how many of its members are unused (0: none), the key's
+--          `born` stamp it was taken under
 -- Returns  {granted, live count after, retry-after ticks, now, highest sequence number,
---          too-late flag}
+--          too-late flag, born stamp}
 --
 -- A hit scored s is live at t when s > t - window, later hits included (they already
 -- happened). A call whose window reaches below the watermark (t - window < wm) is
@@ -43,7 +44,9 @@ local wm = tonumber(redis.call('HGET', meta, 'wm') or '-1e300')
 
 -- Give back the unused members of the caller's previous lease (they were never used, and
 -- the caller will never use them).
-if op == 'take' and tonumber(ARGV[10]) > 0 then
+-- Only members of this lifetime of the key: `born`, the tick of the key's first record,
+-- tells a key that expired (or a server that restarted) and started its sequence anew.
+if op == 'take' and tonumber(ARGV[10]) > 0 and redis.call('HGET', meta, 'born') == ARGV[11] then
   local hi, unused = tonumber(ARGV[9]), tonumber(ARGV[10])
   local members = {}
   for i = hi - unused + 1, hi do members[#members + 1] = num(i) end
@@ -63,6 +66,7 @@ local function retry_for(need)
 end
 
 local function record(count)
+  redis.call('HSETNX', meta, 'born', num(now))
   local hi = redis.call('HINCRBY', meta, 'seq', count)
   local score = num(now)
   local items = {}
@@ -93,28 +97,28 @@ local function tidy()
 end
 
 if op == 'check' or op == 'take' then
-  if too_late then return {0, live, 0, now, 0, 1} end
+  if too_late then return {0, live, 0, now, 0, 1, 0} end
   local grant = n
   if live + n > max then
     if op == 'take' then grant = max - live else grant = 0 end
   end
   if grant <= 0 then
-    if op == 'take' then return {0, live, retry_for(1), now, 0, 0} end
-    return {0, live, retry_for(n), now, 0, 0}
+    if op == 'take' then return {0, live, retry_for(1), now, 0, 0, 0} end
+    return {0, live, retry_for(n), now, 0, 0, 0}
   end
   local hi = record(grant)
   if op == 'check' then keep_newest() end
   tidy()
   live = live + grant
-  return {grant, live, retry_for(1), now, hi, 0}
+  return {grant, live, retry_for(1), now, hi, 0, tonumber(redis.call('HGET', meta, 'born'))}
 elseif op == 'hit' then
-  if now <= wm then return {0, live, 0, now, 0, 1} end
+  if now <= wm then return {0, live, 0, now, 0, 1, 0} end
   local hi = record(n)
   keep_newest()
   tidy()
   live = redis.call('ZCOUNT', log, '(' .. num(floor), '+inf')
-  return {n, live, 0, now, hi, 0}
+  return {n, live, 0, now, hi, 0, 0}
 else
-  if too_late then return {0, live, 0, now, 0, 1} end
-  return {0, live, retry_for(1), now, 0, 0}
+  if too_late then return {0, live, 0, now, 0, 1, 0} end
+  return {0, live, retry_for(1), now, 0, 0, 0}
 end

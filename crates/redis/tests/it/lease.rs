@@ -17,7 +17,12 @@ fn leased(
     d: u64,
     time: TimeSource,
 ) -> LeasedLimiter {
-    let options = Options::new().prefix(prefix).timeout(TIMEOUT).time(time);
+    // A lease needs the timeout below the expiry slack; the tests' timeout is generous.
+    let options = Options::new()
+        .prefix(prefix)
+        .timeout(TIMEOUT)
+        .expiry_slack(TIMEOUT * 2)
+        .time(time);
     LeasedLimiter::new(&shared().url(), limit(max, window), options, batch, d).unwrap()
 }
 
@@ -146,4 +151,40 @@ fn several_leasing_processes_never_over_admit() {
         );
         assert_eq!(over_admissions(ticks, max, window), 0, "{key}");
     }
+}
+
+/// A key that expired (here: deleted) and was recreated numbers its members anew; a give-back
+/// of a lease from its earlier life must not remove the new life's members.
+#[test]
+fn a_give_back_never_touches_a_reborn_key() {
+    let clock = Arc::new(ManualClock::new(10_000));
+    let time = TimeSource::Caller(clock.clone());
+    let a = leased("lease-reborn", 10, 1_000, 8, 100, time.clone());
+    let b = leased("lease-reborn", 10, 1_000, 8, 100, time);
+    let mut con = shared().connection();
+    assert!(
+        a.check_and_hit("k").unwrap().admitted,
+        "A leases 8 (members 1..=8)"
+    );
+    let _: () = redis::cmd("DEL")
+        .arg("lease-reborn:lease:{#k}:log")
+        .arg("lease-reborn:lease:{#k}:meta")
+        .query(&mut con)
+        .unwrap();
+    clock.set(10_001);
+    assert!(
+        b.check_and_hit("k").unwrap().admitted,
+        "B leases 8 of the new life (1..=8)"
+    );
+    clock.set(10_100);
+    let again = a.check_and_hit("k").unwrap();
+    assert!(
+        again.remote && again.admitted,
+        "A's next lease: only the 2 left"
+    );
+    let card: u64 = redis::cmd("ZCARD")
+        .arg("lease-reborn:lease:{#k}:log")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(card, 10, "B's 8 members untouched, A's new 2");
 }

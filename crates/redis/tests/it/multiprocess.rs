@@ -58,6 +58,7 @@ fn child() {
     let options = Options::new()
         .prefix(&mode)
         .timeout(Duration::from_secs(5))
+        .expiry_slack(Duration::from_secs(10))
         .time(time);
     let lim = limit(MAX, WINDOW);
     let limiter = Arc::new(match mode.as_str() {

@@ -69,7 +69,8 @@ fn client(
             limit,
             Options::new()
                 .prefix(prefix)
-                .timeout(Duration::from_secs(5)),
+                .timeout(Duration::from_secs(5))
+                .expiry_slack(Duration::from_secs(10)),
             LEASE_BATCH,
             LEASE_MICROS,
         )
