@@ -7,7 +7,7 @@
 //! `compare.json`.
 //!
 //! ```text
-//! cargo run --release -p slidelimit-redis --bin redis-compare [-- --rounds 3 --seconds 1]
+//! cargo run --release -p slidelimit-redis --bin redis-compare [-- --rounds 5 --seconds 0.6]
 //! ```
 
 mod server;
@@ -379,8 +379,8 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
-    let rounds = flag("--rounds", 3.0) as usize;
-    let seconds = flag("--seconds", 1.0);
+    let rounds = flag("--rounds", 5.0) as usize;
+    let seconds = flag("--seconds", 0.6);
     let server = match Server::start() {
         Ok(server) => server,
         Err(err) => {
@@ -388,21 +388,21 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let mut all: Vec<Vec<Cell>> = Vec::new();
-    for cell in CELLS {
-        for threads in THREADS {
-            let runs: Vec<Cell> = (0..rounds)
-                .map(|round| measure(&server, cell, threads, round, seconds))
-                .collect();
-            let m = &runs[0];
+    // Rounds outermost: each round visits every cell, so a noisy spell on the shared
+    // machine spreads over all cells instead of landing on one.
+    let grid: Vec<(&'static str, usize)> = CELLS
+        .iter()
+        .flat_map(|&cell| THREADS.iter().map(move |&threads| (cell, threads)))
+        .collect();
+    let mut all: Vec<Vec<Cell>> = vec![Vec::new(); grid.len()];
+    for round in 0..rounds {
+        for (slot, &(cell, threads)) in grid.iter().enumerate() {
+            let run = measure(&server, cell, threads, round, seconds);
             eprintln!(
-                "{cell:>15} x{threads}: {:>8.0} decisions/s, p50 {:.1} us, rt/decision {:.3}, over-admissions {:?}",
-                median(runs.iter().map(|r| r.decisions_per_s).collect()),
-                median(runs.iter().map(|r| r.p50_us).collect()),
-                m.round_trips_per_decision,
-                runs.iter().map(|r| r.over_admissions).collect::<Vec<_>>()
+                "round {round} {cell:>19} x{threads}: {:>9.0} decisions/s, p50 {:.1} us, rt/decision {:.3}, over-admissions {}",
+                run.decisions_per_s, run.p50_us, run.round_trips_per_decision, run.over_admissions
             );
-            all.push(runs);
+            all[slot].push(run);
         }
     }
     write_results(&all, rounds, seconds, &args);
