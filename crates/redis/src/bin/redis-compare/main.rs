@@ -356,6 +356,64 @@ fn measure(
     }
 }
 
+/// One thread, one call of each kind in turn, so that each kind meets the same machine
+/// state: the script's own cost beside a bare command and a trivial script, free of the
+/// noise that moves whole cells (on a shared 2-core machine a loopback round trip flips
+/// between ~8 and ~60 µs over time). p50 and p99 in µs.
+fn interleaved(server: &Server, calls: usize) -> Vec<(&'static str, f64, f64)> {
+    let limit = Limit::new(MAX, WINDOW_MICROS).expect("limit");
+    let options = Options::new()
+        .prefix("interleaved")
+        .timeout(Duration::from_secs(5));
+    let limiter = RedisLimiter::new(&server.url, limit, options).expect("limiter");
+    let mut con = server.connection().expect("connect");
+    let mut samples: [Vec<u64>; 4] = Default::default();
+    let mut time = |slot: usize, f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        f();
+        samples[slot].push(u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX));
+    };
+    for i in 0..calls {
+        time(0, &mut || {
+            let _ = limiter.check_and_hit("hot").expect("decision");
+        });
+        time(1, &mut || {
+            let _ = limiter.status(&format!("idle-{}", i % 8)).expect("status");
+        });
+        time(2, &mut || {
+            let _: u64 = redis::cmd("INCR")
+                .arg("interleaved-counter")
+                .query(&mut con)
+                .expect("INCR");
+        });
+        time(3, &mut || {
+            let _: i64 = redis::cmd("EVAL")
+                .arg("return 1")
+                .arg(0)
+                .query(&mut con)
+                .expect("EVAL");
+        });
+    }
+    let names = [
+        "exact script, check_and_hit on the saturated key",
+        "exact script, status of an empty key",
+        "INCR (bare command)",
+        "EVAL \"return 1\" (trivial script)",
+    ];
+    names
+        .into_iter()
+        .zip(samples)
+        .map(|(name, mut v)| {
+            v.sort_unstable();
+            (
+                name,
+                percentile(&v, 50.0) as f64 / 1e3,
+                percentile(&v, 99.0) as f64 / 1e3,
+            )
+        })
+        .collect()
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -394,6 +452,7 @@ fn main() {
         .iter()
         .flat_map(|&cell| THREADS.iter().map(move |&threads| (cell, threads)))
         .collect();
+    let probe = interleaved(&server, 5_000);
     let mut all: Vec<Vec<Cell>> = vec![Vec::new(); grid.len()];
     for round in 0..rounds {
         for (slot, &(cell, threads)) in grid.iter().enumerate() {
@@ -405,10 +464,16 @@ fn main() {
             all[slot].push(run);
         }
     }
-    write_results(&all, rounds, seconds, &args);
+    write_results(&all, &probe, rounds, seconds, &args);
 }
 
-fn write_results(all: &[Vec<Cell>], rounds: usize, seconds: f64, args: &[String]) {
+fn write_results(
+    all: &[Vec<Cell>],
+    probe: &[(&str, f64, f64)],
+    rounds: usize,
+    seconds: f64,
+    args: &[String],
+) {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
@@ -465,7 +530,19 @@ fn write_results(all: &[Vec<Cell>], rounds: usize, seconds: f64, args: &[String]
             if i + 1 == all.len() { "" } else { "," }
         );
     }
-    json.push_str("  ]\n}\n");
+    json.push_str("  ],\n  \"interleaved\": [");
+    let _ = writeln!(md, "\n## Interleaved, one thread\n");
+    let _ = writeln!(md, "Each kind of call in turn, 5,000 times, on one thread, so that all meet the same machine state (the cells above run at different moments of a noisy shared machine):\n");
+    let _ = writeln!(md, "| call | p50 µs | p99 µs |\n|---|---|---|");
+    for (i, (name, p50, p99)) in probe.iter().enumerate() {
+        let _ = writeln!(md, "| {name} | {p50:.1} | {p99:.1} |");
+        let sep = if i + 1 == probe.len() { "" } else { ", " };
+        let _ = write!(
+            json,
+            "{{\"call\": {name:?}, \"p50_us\": {p50:.2}, \"p99_us\": {p99:.2}}}{sep}"
+        );
+    }
+    json.push_str("]\n}\n");
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results/redis");
     std::fs::create_dir_all(&dir).expect("results/redis");
     std::fs::write(dir.join("compare.md"), md).expect("write compare.md");
