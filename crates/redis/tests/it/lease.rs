@@ -188,3 +188,37 @@ fn a_give_back_never_touches_a_reborn_key() {
         .unwrap();
     assert_eq!(card, 10, "B's 8 members untouched, A's new 2");
 }
+
+/// The proof's boundary, tick by tick: a lease serves requests only in `[t_l, t_l + d)`,
+/// and holds its permits in the lease log for `W + d`, so the last request of one lease and
+/// the first of the next lease of the full quota are at least `W` apart.
+#[test]
+fn a_lease_serves_only_its_own_span_and_blocks_for_w_plus_d() {
+    let (max, window, d) = (3, 100, 20);
+    let clock = Arc::new(ManualClock::new(1_000));
+    let time = TimeSource::Caller(clock.clone());
+    let a = leased("lease-span", max, window, max, d, time.clone());
+    let b = leased("lease-span", max, window, max, d, time);
+    let mut admitted = Vec::new();
+    // A leases the whole quota at 1_000 and uses it at the end of its span.
+    assert!(a.check_and_hit("k").unwrap().admitted);
+    admitted.push((1_000, 1));
+    clock.set(1_000 + d - 1);
+    for _ in 0..2 {
+        let decision = a.check_and_hit("k").unwrap();
+        assert!(decision.admitted && !decision.remote);
+        admitted.push((decision.now, 1));
+    }
+    // A used the whole quota; B finds none until W + d after the lease (not W after the
+    // last use: the lease log cannot know when within its span a permit was used).
+    clock.set(1_000 + window + d - 1);
+    assert!(
+        !b.check_and_hit("k").unwrap().admitted,
+        "the lease log still holds 3"
+    );
+    clock.set(1_000 + window + d);
+    let next = b.check_and_hit("k").unwrap();
+    assert!(next.admitted && next.remote);
+    admitted.push((next.now, 1));
+    assert_eq!(over_admissions(admitted, max, window), 0);
+}
