@@ -29,14 +29,14 @@
 //! - **Never over-admits, across all processes**: for every key and every window
 //!   `(x - W, x]` of the deciding clock, at most `N` admitted hits ([`RedisLimiter`] with
 //!   the exact log or the rolling buckets, and [`LeasedLimiter`]; the proofs are in the
-//!   `exact`, `buckets` and `lease` module docs). Weighted hits are all or nothing.
+//!   [`exact`], [`buckets`] and [`lease`] module docs). Weighted hits are all or nothing.
 //! - **Decided, then recorded**: one script per call; a refusal writes nothing.
 //! - **Exact**: with the server's clock (non-decreasing), the exact log's answers equal a
 //!   full sorted log's. A call more than the lateness tolerance behind the key's newest call
-//!   is refused (caller clock only).
+//!   is refused (callers' clocks disagree; the server's only if it steps back).
 //! - **Memory follows active keys**: every write sets `PEXPIRE` to the window plus the
-//!   lateness and a slack; the exact log keeps at most the hits of one window plus the
-//!   lateness (at most `N` after `hit`), the buckets `B + 3` fields.
+//!   lateness and a slack; the exact log keeps at most `N` members (a lease log: those of
+//!   one lease window plus the lateness), the buckets `B + L + 3` fields.
 //! - **Failures are typed and bounded**: a timeout, a lost connection, a restart or a
 //!   script error is an [`Error`] within the configured timeout; [`RedisLimiter::decide`]
 //!   applies a [`FailurePolicy`] instead.
@@ -46,7 +46,7 @@
 //!
 //! # Implementation
 //! Ticks are microseconds. The exact log is a sorted set per key scored by tick, with
-//! unique members (`tick:sequence`); the buckets are a hash of counters plus a running
+//! unique members (a per-key sequence number); the buckets are a hash of counters plus a running
 //! total, with the core's [`RollingBuckets`](slidelimit::RollingBuckets) geometry. The
 //! scripts (`src/scripts/*.lua`) are loaded once and called by SHA, loaded again on
 //! `NOSCRIPT`. All keys of one limiter key share a cluster hash tag. Connections are
