@@ -3,15 +3,21 @@
 //! # Why it never over-admits
 //! Every operation on a key runs as one script, so the server serializes them. An
 //! admission at `t` counts every member scored above `t - W`, later ones included, and adds
-//! its `n` members only if that count plus `n` is at most `N`. Members leave in two ways
-//! only, both harmless: (1) by score, at or below the key's watermark, which is raised
-//! before the removal, and a call whose window `(t - W, t]` reaches below the watermark is
-//! refused; (2) by rank after a `check` or a `hit` (the newest `N` are
-//! kept): a member removed that way has `N` newer members beside it, which only a later
-//! removal by rank or by score could take (and those would take it first), so every window
-//! that would count it is already full. (Lease logs, whose give-back removes members, are
-//! never trimmed by rank, and use keys of their own.) So a log holds at most `N` members
-//! (a lease log: those of one window and the lateness).
+//! its `n` members only if that count plus `n` is at most `N`. Members leave in three ways
+//! only, all harmless:
+//! 1. by score, at or below the key's watermark, which is raised before the removal; a call
+//!    whose window `(t - W, t]` reaches below the watermark is refused;
+//! 2. by rank after a `check` or a `hit`, keeping the newest `N`: when a member scored `s`
+//!    goes, `N` members scored at least `s` stay, and that stays true (a later removal by
+//!    rank keeps the newest `N`; one by score that takes any of them takes everything up to
+//!    `s`, which is then below the watermark). So a later call that would count `s` counts
+//!    `N` members already and is refused, or is refused as too late. Lease logs, whose
+//!    give-back removes members, are never trimmed by rank, and use keys of their own;
+//! 3. with the whole key, after `W` plus the lateness plus the expiry slack without a write:
+//!    every member is then older than any admissible call's window (ticks are
+//!    microseconds; callers' clocks must agree within the slack).
+//!
+//! So a log holds at most `N` members (a lease log: those of one window and the lateness).
 //! Take any window `(x - W, x]` and the last admission (in the server's order) with a tick
 //! `t` in it: every earlier admission in the window has a score above `x - W >= t - W`, is
 //! still present by the two rules, and was counted, so the window holds at most `N`.
