@@ -145,3 +145,71 @@ fn a_paused_server_times_out_within_the_timeout() {
     assert!(after.count >= 1, "the first admission is still there");
     assert!(warm.check_and_hit("k2").unwrap().admitted);
 }
+
+/// The server killed and restarted while 4 threads hammer it: no call panics or outlasts the
+/// timeout (plus slack), the failures are typed, and the threads recover on their own.
+#[test]
+fn kill_and_restart_mid_run_under_load() {
+    let mut server = Server::start();
+    let timeout = Duration::from_millis(300);
+    let limiter = std::sync::Arc::new(limiter(
+        &server,
+        "midrun",
+        timeout,
+        FailurePolicy::FailClosed,
+    ));
+    let start = Instant::now();
+    // The threads run until 500 ms after the restart (bounded: 30 s, 100,000 calls).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let threads: Vec<_> = (0..4)
+        .map(|i| {
+            let limiter = std::sync::Arc::clone(&limiter);
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let (mut slowest, mut failures, mut last_ok) = (Duration::ZERO, 0u32, None);
+                let mut calls = 0;
+                // Relaxed: a stop flag; no data is published with it.
+                while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                    && start.elapsed() < Duration::from_secs(30)
+                    && calls < 100_000
+                {
+                    calls += 1;
+                    let call = Instant::now();
+                    let verdict = limiter.decide(&format!("k{i}"), 1).unwrap();
+                    slowest = slowest.max(call.elapsed());
+                    match verdict.source {
+                        Source::Redis => last_ok = Some(start.elapsed()),
+                        Source::FailClosed => {
+                            assert!(!verdict.admitted);
+                            assert!(verdict
+                                .error
+                                .as_ref()
+                                .is_some_and(Error::is_backend_failure));
+                            failures += 1;
+                        }
+                        other => panic!("unexpected source {other:?}"),
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                (slowest, failures, last_ok)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    server.kill();
+    std::thread::sleep(Duration::from_millis(300));
+    server.restart();
+    let restarted = start.elapsed();
+    std::thread::sleep(Duration::from_millis(500));
+    // Relaxed: see the load.
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for handle in threads {
+        let (slowest, failures, last_ok) = handle.join().unwrap();
+        assert!(slowest < timeout + SLACK, "a call took {slowest:?}");
+        assert!(failures > 0, "the outage was seen");
+        assert!(
+            last_ok.is_some_and(|t| t > restarted),
+            "recovered after the restart"
+        );
+    }
+}
