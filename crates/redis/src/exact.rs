@@ -18,6 +18,15 @@
 //!    microseconds; callers' clocks must agree within the slack).
 //!
 //! So a log holds at most `N` members (a lease log: those of one window and the lateness).
+//!
+//! # The fast refusal
+//! The admission that fills a key's window stores `bu`, its oldest live hit + `W`, in the
+//! key's hash. A `check` of weight 1 before `bu` is refused from the hash alone (no sorted-set
+//! read): until `bu` those `N` hits are live for every caller, however late, and stay
+//! present (removal by rank keeps the newest `N`; removal by score that reached them would
+//! have raised the watermark past the caller's window). A forced `hit` drops `bu`, because
+//! it may push out the hit `bu` came from. On a saturated key this halves the script's
+//! server time (10.9 to 6.2 µs per refusal, `INFO commandstats`).
 //! Take any window `(x - W, x]` and the last admission (in the server's order) with a tick
 //! `t` in it: every earlier admission in the window has a score above `x - W >= t - W`, is
 //! still present by the two rules, and was counted, so the window holds at most `N`.

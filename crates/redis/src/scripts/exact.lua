@@ -40,7 +40,8 @@ local function call_chunked(cmd, key, items)
   end
 end
 
-local wm = tonumber(redis.call('HGET', meta, 'wm') or '-1e300')
+local state = redis.call('HMGET', meta, 'wm', 'bu')
+local wm = tonumber(state[1] or '-1e300')
 
 -- Give back the unused members of the caller's previous lease (they were never used, and
 -- the caller will never use them).
@@ -55,6 +56,16 @@ end
 
 local floor = now - window
 local too_late = floor < wm
+
+-- The fast refusal of a full key: `bu` (blocked until), set by the admission that filled
+-- the window, is its oldest live hit + window. Until then the window stays full for every
+-- caller, however late: the `max` hits from that one on stay live before `bu` and stay
+-- present (a removal by rank keeps the newest `max`; one by score that reached them would
+-- have raised the watermark past the caller's window). Refusing reads only the hash.
+if op == 'check' and n == 1 and not too_late and state[2] and now < tonumber(state[2]) then
+  return {0, max, tonumber(state[2]) - now, now, 0, 0, 0}
+end
+
 local live = redis.call('ZCOUNT', log, '(' .. num(floor), '+inf')
 
 -- Ticks until `need` more hits fit: the k-th oldest live hit must leave first.
@@ -110,11 +121,16 @@ if op == 'check' or op == 'take' then
   if op == 'check' then keep_newest() end
   tidy()
   live = live + grant
-  return {grant, live, retry_for(1), now, hi, 0, tonumber(redis.call('HGET', meta, 'born'))}
+  local retry = retry_for(1)
+  if op == 'check' and retry > 0 then redis.call('HSET', meta, 'bu', num(now + retry)) end
+  return {grant, live, retry, now, hi, 0, tonumber(redis.call('HGET', meta, 'born'))}
 elseif op == 'hit' then
   if now <= wm then return {0, live, 0, now, 0, 1, 0} end
   local hi = record(n)
   keep_newest()
+  -- A forced hit may push out the hit `bu` was computed from: drop it, the slow path
+  -- answers (and the next admission that fills the window sets it again).
+  redis.call('HDEL', meta, 'bu')
   tidy()
   live = redis.call('ZCOUNT', log, '(' .. num(floor), '+inf')
   return {n, live, 0, now, hi, 0, 0}

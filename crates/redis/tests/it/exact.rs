@@ -304,3 +304,32 @@ fn ticks_beyond_a_double_are_refused_before_the_server() {
         Err(Error::TickOutOfRange { .. })
     ));
 }
+
+/// A full key is refused from its `blocked until` tick alone; a forced hit that pushes out
+/// the oldest hit drops that tick, so the retry-after stays exact.
+#[test]
+fn full_key_refusals_and_retry_after_stay_exact() {
+    let (limiter, clock) = manual("exact-blocked", limit(2, 10), Options::new());
+    clock.set(100);
+    assert!(limiter.check_and_hit("k").unwrap().admitted);
+    clock.set(103);
+    assert!(limiter.check_and_hit("k").unwrap().admitted);
+    clock.set(105);
+    assert_eq!(
+        limiter.check_and_hit("k").unwrap().status.retry_after_ticks,
+        5
+    );
+    clock.set(101);
+    assert!(
+        !limiter.check_and_hit("k").unwrap().admitted,
+        "a late caller: still full"
+    );
+    clock.set(104);
+    limiter.hit("k").unwrap(); // keeps the newest 2: 103 and 104
+    clock.set(105);
+    let refused = limiter.check_and_hit("k").unwrap();
+    assert!(!refused.admitted);
+    assert_eq!(refused.status.retry_after_ticks, 8, "103 leaves at 113");
+    clock.set(113);
+    assert!(limiter.check_and_hit("k").unwrap().admitted);
+}
