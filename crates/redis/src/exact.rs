@@ -102,6 +102,7 @@ pub(crate) fn args(params: ExactParams, op: ExactOp, now: &str, n: u64) -> Vec<S
 
 pub(crate) fn call(
     pool: &Pool,
+    deadline: std::time::Instant,
     keys: &[String; 2],
     params: ExactParams,
     op: ExactOp,
@@ -110,6 +111,6 @@ pub(crate) fn call(
 ) -> Result<Reply, Error> {
     let args = args(params, op, now, n);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let values: Vec<i64> = pool.eval(&EXACT, &[&keys[0], &keys[1]], &args)?;
+    let values: Vec<i64> = pool.eval_by(deadline, &EXACT, &[&keys[0], &keys[1]], &args)?;
     Reply::parse(&values)
 }

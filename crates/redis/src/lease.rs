@@ -216,6 +216,9 @@ impl LeasedLimiter {
     /// hand is then dropped (its unused permits are never used: whether the give-back ran
     /// is unknown).
     pub fn check_and_hit(&self, key: &str) -> Result<LeaseDecision, Error> {
+        // The deadline starts before the key's lock: a thread that queued behind another's
+        // lease call spends only what is left of its own timeout.
+        let deadline = Instant::now() + self.remote.timeout();
         let entry = self.entry(key);
         let mut lease = lock(&entry);
         let local = self.local_now(&lease);
@@ -237,7 +240,7 @@ impl LeasedLimiter {
                 now: local,
             });
         }
-        let reply = self.take(key, &mut lease, self.batch)?;
+        let reply = self.take(key, &mut lease, self.batch, deadline)?;
         if reply.granted > 0 {
             lease.used = 1;
             Ok(LeaseDecision {
@@ -257,7 +260,13 @@ impl LeasedLimiter {
 
     /// Gives back the unused part of `lease` and takes up to `n` new permits (`n = 0`: give
     /// back only), in one script run.
-    fn take(&self, key: &str, lease: &mut Lease, n: u64) -> Result<crate::reply::Reply, Error> {
+    fn take(
+        &self,
+        key: &str,
+        lease: &mut Lease,
+        n: u64,
+        deadline: Instant,
+    ) -> Result<crate::reply::Reply, Error> {
         // Give back only while the lease's members are live (its tick is less than one lease
         // window `W + d` old): the lease's own write then keeps the key from expiring
         // before the give-back lands (the expiry is that window plus the lateness plus a
@@ -283,6 +292,7 @@ impl LeasedLimiter {
         let keys = self.remote.key_space().exact(key);
         let reply = exact::call(
             self.remote.pool(),
+            deadline,
             &keys,
             params,
             ExactOp::Take(give_back),
@@ -325,7 +335,7 @@ impl LeasedLimiter {
             if unused == 0 {
                 continue;
             }
-            match self.take(&key, &mut lease, 0) {
+            match self.take(&key, &mut lease, 0, Instant::now() + self.remote.timeout()) {
                 Ok(_) => returned += unused,
                 Err(err) => {
                     first_error.get_or_insert(err);

@@ -71,13 +71,13 @@ impl Pool {
     /// closure that re-arms the timeouts before each further command.
     pub(crate) fn with_connection<T>(
         &self,
+        deadline: Instant,
         f: impl FnOnce(
             &mut Connection,
             &dyn Fn(&mut Connection) -> Result<(), Error>,
             &AtomicU64,
         ) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        let deadline = Instant::now() + self.timeout;
         let timeout = self.timeout;
         let arm = move |con: &mut Connection| -> Result<(), Error> {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -123,8 +123,25 @@ impl Pool {
         keys: &[&str],
         args: &[&str],
     ) -> Result<T, Error> {
+        self.eval_by(Instant::now() + self.timeout, script, keys, args)
+    }
+
+    /// [`Self::eval`] by an earlier `deadline` (a caller that already waited, for example
+    /// for a lease's lock, spends only what is left of its timeout).
+    pub(crate) fn eval_by<T: FromRedisValue>(
+        &self,
+        deadline: Instant,
+        script: &LuaScript,
+        keys: &[&str],
+        args: &[&str],
+    ) -> Result<T, Error> {
         let timeout = self.timeout;
-        self.with_connection(|con, arm, round_trips| {
+        if deadline <= Instant::now() {
+            return Err(Error::Timeout {
+                after: self.timeout,
+            });
+        }
+        self.with_connection(deadline, |con, arm, round_trips| {
             let load = |con: &mut Connection| -> Result<String, Error> {
                 arm(con)?;
                 // Relaxed: a statistics counter.

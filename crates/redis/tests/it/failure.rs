@@ -213,3 +213,35 @@ fn kill_and_restart_mid_run_under_load() {
         );
     }
 }
+
+/// Threads queued on one key's lease lock behind a paused server: each call's deadline
+/// starts before the lock, so the last in the queue does not wait the others' timeouts too.
+#[test]
+fn leased_threads_queued_on_one_key_share_their_timeout() {
+    let server = Server::start();
+    let timeout = Duration::from_millis(500);
+    let options = Options::new().prefix("lease-queue").timeout(timeout);
+    // Batch 1, lease 1 µs: every call goes to the server.
+    let leased = std::sync::Arc::new(
+        LeasedLimiter::new(&server.url(), limit(100, 60_000_000), options, 1, 1).unwrap(),
+    );
+    assert!(leased.check_and_hit("k").unwrap().admitted);
+    server.signal("-STOP");
+    let threads: Vec<_> = (0..6)
+        .map(|_| {
+            let leased = std::sync::Arc::clone(&leased);
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                let result = leased.check_and_hit("k");
+                (start.elapsed(), result)
+            })
+        })
+        .collect();
+    let results: Vec<_> = threads.into_iter().map(|h| h.join().unwrap()).collect();
+    server.signal("-CONT");
+    for (elapsed, result) in results {
+        // Without the shared deadline the sixth thread would wait 6 x 500 ms.
+        assert!(elapsed < timeout + Duration::from_secs(1), "{elapsed:?}");
+        assert!(matches!(result, Err(Error::Timeout { .. })), "{result:?}");
+    }
+}
