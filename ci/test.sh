@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Every test of the workspace: unit, integration, property, stress and doc tests of every
-# crate, then the loom models (ci/loom.sh) with their negative controls.
+# crate, then the loom models (ci/loom.sh) with their negative controls. The Redis
+# backend's tests need redis-server (ci/redis.sh installs it if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+bash ci/redis.sh
+
 start=$(date +%s)
 cargo test --workspace --locked
+# The Redis crate's async limiter, behind its `tokio` feature.
+cargo test -p slidelimit-redis --features tokio --locked --test it -- asynchronous
 echo "cargo test: $(( $(date +%s) - start )) s"
 
 bash ci/loom.sh

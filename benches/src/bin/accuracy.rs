@@ -30,7 +30,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 use slidelimit::raw::{Algorithm, SequentialWindow};
-use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets};
+use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RollingBuckets};
 use slidelimit_bench::provenance::{cpu_model, git_commit};
 use slidelimit_bench::rng::SplitMix64;
 use slidelimit_bench::zipf::Zipf;

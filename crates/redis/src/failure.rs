@@ -1,0 +1,128 @@
+//! What a limiter answers when Redis cannot: fail open, fail closed, or a local limiter.
+//!
+//! | policy | while Redis is down | the price |
+//! |---|---|---|
+//! | [`FailurePolicy::FailClosed`] (default) | every request refused | an outage of Redis is an outage of the service |
+//! | [`FailurePolicy::FailOpen`] | every request admitted | no limit at all until Redis answers again |
+//! | [`FailurePolicy::Local`] | each process limits on its own, `max_requests` per window per key | across `P` processes the limit becomes `P · max_requests` (pick `N / P` to keep `N`); around the switch back, the remote log does not know the local admissions, so one window may see up to `N + P · max_requests` |
+//!
+//! Every failure still reaches the caller as a typed [`Error`] inside the [`Verdict`], so it
+//! can be logged or counted. A call never waits past the configured timeout, so the
+//! fallback answers within it too.
+
+use std::sync::Arc;
+
+use slidelimit::{Clock, Limit, LockFreeLimiter};
+
+use crate::Error;
+
+/// What to answer when Redis gives no decision (see the [module docs](self)).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// Refuse: never exceeds the limit, stops all traffic during an outage.
+    #[default]
+    FailClosed,
+    /// Admit: keeps traffic flowing, enforces nothing during an outage.
+    FailOpen,
+    /// Decide in this process with the core's exact lock-free log at `max_requests` per
+    /// window per key (this process's share of the limit). Weight 1 only: a weighted
+    /// request is refused while Redis is down.
+    Local {
+        /// This process's share of the limit.
+        max_requests: u64,
+    },
+}
+
+/// Who made a [`Verdict`].
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Redis decided.
+    Redis,
+    /// Redis failed; [`FailurePolicy::FailOpen`] admitted.
+    FailOpen,
+    /// Redis failed; [`FailurePolicy::FailClosed`] refused.
+    FailClosed,
+    /// Redis failed; the local limiter of [`FailurePolicy::Local`] decided.
+    Local,
+}
+
+/// A decision that always comes, within the timeout: Redis's or the failure policy's.
+#[must_use]
+#[derive(Debug)]
+pub struct Verdict {
+    /// Whether the request may go ahead.
+    pub admitted: bool,
+    /// Who decided.
+    pub source: Source,
+    /// Why Redis did not, when it did not.
+    pub error: Option<Error>,
+}
+
+impl Verdict {
+    pub(crate) const fn from_redis(admitted: bool) -> Self {
+        Self {
+            admitted,
+            source: Source::Redis,
+            error: None,
+        }
+    }
+}
+
+pub(crate) struct Fallback {
+    policy: FailurePolicy,
+    local: Option<LockFreeLimiter<String>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for Fallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fallback")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Fallback {
+    pub(crate) fn new(
+        policy: FailurePolicy,
+        limit: Limit,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self, Error> {
+        let local = match policy {
+            FailurePolicy::Local { max_requests } => {
+                let share = Limit::new(max_requests, limit.window_ticks())
+                    .map_err(|err| Error::Config(format!("local share: {err}")))?;
+                Some(LockFreeLimiter::new(share))
+            }
+            FailurePolicy::FailClosed | FailurePolicy::FailOpen => None,
+        };
+        Ok(Self {
+            policy,
+            local,
+            clock,
+        })
+    }
+
+    pub(crate) const fn policy(&self) -> FailurePolicy {
+        self.policy
+    }
+
+    pub(crate) fn decide(&self, key: &str, n: u64, error: Error) -> Verdict {
+        let (admitted, source) = match (&self.local, self.policy) {
+            (Some(local), _) => {
+                let admitted =
+                    n == 1 && local.check_and_hit(&key.to_owned(), self.clock.now_ticks());
+                (admitted, Source::Local)
+            }
+            (None, FailurePolicy::FailOpen) => (true, Source::FailOpen),
+            (None, _) => (false, Source::FailClosed),
+        };
+        Verdict {
+            admitted,
+            source,
+            error: Some(error),
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! A `redis-server` of the test's own on a free loopback port, in a temporary directory,
+//! killed on drop.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub(crate) struct Server {
+    child: Option<Child>,
+    /// The shared server's watchdog (see [`Server::start_watched`]); it exits on its own.
+    watchdog: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+}
+
+fn free_port() -> u16 {
+    // Bind port 0, read the port, release it: the server binds it right after.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    listener.local_addr().expect("local address").port()
+}
+
+fn spawn(port: u16, dir: &Path) -> Child {
+    Command::new("redis-server")
+        .args(["--port", &port.to_string()])
+        .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+        .args(["--dir", dir.to_str().expect("utf-8 temp dir")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|err| {
+            panic!(
+                "cannot start redis-server ({err}): the Redis tests need it on PATH \
+                 (bash ci/redis.sh installs it)"
+            )
+        })
+}
+
+impl Server {
+    /// Starts a server and waits (up to 10 s) until it answers PING.
+    pub(crate) fn start() -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "slidelimit-redis-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        for _attempt in 0..5 {
+            let port = free_port();
+            let mut server = Self {
+                child: Some(spawn(port, &dir)),
+                watchdog: None,
+                port,
+                dir: dir.clone(),
+            };
+            if server.wait_ready(Duration::from_secs(10)) {
+                return server;
+            }
+            server.kill();
+        }
+        panic!("redis-server did not answer PING on any of 5 free ports");
+    }
+
+    /// Starts a server that also goes away when this test process does (a watchdog shell
+    /// polls the process): for the shared server, which a static holds and nothing drops.
+    pub(crate) fn start_watched() -> Self {
+        let mut server = Self::start();
+        let script = format!(
+            "while kill -0 {parent} 2>/dev/null; do sleep 0.5; done; kill -9 {redis}; rm -rf '{dir}'",
+            parent = std::process::id(),
+            redis = server.pid(),
+            dir = server.dir.display()
+        );
+        server.watchdog = Some(
+            Command::new("sh")
+                .args(["-c", &script])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start the watchdog shell"),
+        );
+        server
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    fn wait_ready(&mut self, limit: Duration) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if let Some(child) = &mut self.child {
+                if let Ok(Some(_status)) = child.try_wait() {
+                    return false; // exited: the port was taken
+                }
+            }
+            if let Ok(client) = redis::Client::open(self.url()) {
+                if let Ok(mut con) = client.get_connection_with_timeout(Duration::from_millis(200))
+                {
+                    if redis::cmd("PING").query::<String>(&mut con).is_ok() {
+                        return true;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Kills the server (SIGKILL) and waits for it.
+    pub(crate) fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts a fresh server on the same port (after [`Server::kill`]).
+    pub(crate) fn restart(&mut self) {
+        assert!(self.child.is_none(), "kill first");
+        self.child = Some(spawn(self.port, &self.dir));
+        assert!(
+            self.wait_ready(Duration::from_secs(10)),
+            "restarted server answers PING"
+        );
+    }
+
+    /// SIGSTOP / SIGCONT: a server that accepts connections but answers nothing.
+    pub(crate) fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.pid().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} failed");
+    }
+
+    /// A plain connection for inspecting the server (MEMORY USAGE, KEYS, PTTL).
+    pub(crate) fn connection(&self) -> redis::Connection {
+        let client = redis::Client::open(self.url()).expect("url");
+        let con = client
+            .get_connection_with_timeout(Duration::from_secs(5))
+            .expect("connect");
+        con.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        con
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(child) = &self.child {
+            // SIGKILL ends a stopped process too; the SIGCONT only spares a paused server's
+            // clients a hang if a test failed between its pause and its resume.
+            let _ = Command::new("kill")
+                .args(["-CONT", &child.id().to_string()])
+                .status();
+        }
+        self.kill();
+        if let Some(mut watchdog) = self.watchdog.take() {
+            let _ = watchdog.kill();
+            let _ = watchdog.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
