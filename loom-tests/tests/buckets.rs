@@ -1,5 +1,5 @@
-//! Loom models of the rolling-bucket window's atomic form (`AtomicBuckets`): B1–B6 of the
-//! loom plan in `shared/research/algorithms.md` §5, with W = 10, B = 2 (buckets of 5 ticks)
+//! Loom models of the rolling-bucket window's atomic form (`AtomicBuckets`): B1–B6, with
+//! W = 10, B = 2 (buckets of 5 ticks)
 //! and explicit ticks, weights included.
 //!
 //! Every model runs the core's real bucket code through its `sync` shim, then checks at

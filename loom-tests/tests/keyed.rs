@@ -1,6 +1,7 @@
 //! Loom models of the keyed lock-free limiter (`LockFreeLimiter`: atomic windows in the key
-//! map, removed by sealing their own words) with `remove_idle` as the sweeper: M1–M4 of the
-//! loom plan in `shared/research/algorithms.md` §5, M5 (a seal given back), M6 (a late
+//! map, removed by sealing their own words) with `remove_idle` as the sweeper: M1–M4 (a
+//! writer racing a sweeper, two sweepers, a hit between a sweeper's look and its seal, two
+//! first-time writers), M5 (a seal given back), M6 (a late
 //! writer below the watermark) and M7 (the rolling buckets' seal).
 //! (The plan's M5, a sweeper racing a replace API, has no subject: no such API exists; the
 //! number is reused.)

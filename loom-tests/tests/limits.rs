@@ -1,5 +1,6 @@
 //! Loom models of runtime limit changes on the keyed lock-free limiter (`LimitControl` on
-//! `LockFreeLimiter`): L1–L5 (the plan of issue 12), L8 and L9 (the buckets with a sweeper,
+//! `LockFreeLimiter`): L1–L5 (lowering and raising the default racing writers, a change racing the sweeper, a per-key
+//! override, the buckets), L8 and L9 (the buckets with a sweeper,
 //! a re-sort), and L6 and L7, the weight bound under racing changes (they found a lost update
 //! in the core, fixed by running changes one at a time: see their docs).
 //!
@@ -334,9 +335,9 @@ fn l5_buckets_lower_vs_writer() {
 /// The same outcome needs no stale read when the changer is preempted between its load of
 /// the flag and its store of the bound (a check-then-store: no ordering fixes it). No order
 /// of the two calls explains the result (either order leaves the bound at `MAX_REQUESTS`),
-/// so it is not linearizable. Ignored until the core makes the lowering conditional in one
-/// read-modify-write (e.g. `max_weight.fetch_update` that never lowers from the override
-/// sentinel `MAX_REQUESTS`, which `set_limit_for` writes): see the report on issue 12.
+/// so it is not linearizable. The core now runs limit changes one at a time under a change
+/// lock that no decision takes, so the check and the store can no longer interleave with
+/// another change, and the model passes.
 fn l6_override_weight_bound_vs_set_limit() {
     check("limits::l6_override_weight_bound_vs_set_limit", || {
         let window = RollingBuckets::new(limit(1), 2).unwrap();

@@ -1,5 +1,4 @@
-//! Loom models of the exact log's atomic form (`AtomicRing`): R1–R6 of the loom plan in
-//! `shared/research/algorithms.md` §5, with W = 10 and explicit ticks.
+//! Loom models of the exact log's atomic form (`AtomicRing`): R1–R6, with W = 10 and explicit ticks.
 //!
 //! Every model runs the core's real ring code through its `sync` shim, then checks at
 //! quiescence: the window oracle over every admitted tick, slot values only grew, the

@@ -1,10 +1,10 @@
-//! The key-pool throttler of seeds 000 and 001: `K` API keys, each usable `X` times per
+//! A pool of API keys: `K` keys, each usable `X` times per
 //! cooldown `T`; [`KeyPool::get_next_key`] names a key that may be used now, or none.
 //!
 //! ```
 //! use slidelimit::pool::{KeyPool, PoolMode};
 //!
-//! // Seed 001: each key 500 times per 10 minutes (ticks in ms). Relaxation AB: a refusal only
+//! // Each key 500 times per 10 minutes (ticks in ms). Relaxation AB: a refusal only
 //! // when fewer than 50 uses are truly free and every held use is under 11 minutes old.
 //! let mode = PoolMode::Both { threshold_ticks: 60_000, key_threshold: 50 };
 //! let pool: KeyPool<&str> = KeyPool::new(["k1", "k2", "k3"], 500, 600_000, mode)?;
@@ -57,8 +57,8 @@
 //!   are spent. Callers that cannot trust their clock should clamp it.
 //!
 //! # Why a fixed cyclic order of names is safe
-//! Seed 000 observes that a fixed order of names suffices when time only moves forward. The
-//! ledger proves more, in any order of `now`. Let use `s + L` be handed out at `now = t'`. It
+//! A fixed order of names is plainly enough when time only moves forward. The ledger gives
+//! more, in any order of `now`. Let use `s + L` be handed out at `now = t'`. It
 //! was granted with fewer than `L` uses held, and buckets hold consecutive numbers and are
 //! released oldest first, so the bucket holding use `s` had been released. Every use raises its
 //! bucket's cooldown end to its `now + T` before the CAS that counts it; the call that released

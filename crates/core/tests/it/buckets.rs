@@ -1,5 +1,5 @@
-//! The rolling-bucket window (`RollingBuckets`) through all four limiters: seed 003's
-//! examples restated in ticks, property tests against an exact log of weighted hits, and
+//! The rolling-bucket window (`RollingBuckets`) through all four limiters: a
+//! tokens-per-hours scenario restated in ticks, property tests against an exact log of weighted hits, and
 //! stress with threads, skewed clocks and weights.
 //!
 //! The reference here is the plainest possible: every recorded `(tick, weight)` in a list.
@@ -116,7 +116,7 @@ fn idle_removal_forgets_a_bucketed_key_once_it_is_fresh() {
     }
 }
 
-/// Seed 003's tests, in milliseconds: 100,000 tokens per 5 hours, 60 buckets of 5 minutes,
+/// A tokens-per-hours limit, in milliseconds: 100,000 tokens per 5 hours, 60 buckets of 5 minutes,
 /// lateness one bucket (so `NB = 62` and a bucket is retained for 62 × 5 min after it opens).
 mod seed_003 {
     use super::*;

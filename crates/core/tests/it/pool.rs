@@ -1,8 +1,8 @@
-//! The key pool of seeds 000/001 (`slidelimit::pool`), lock-free and behind a `Mutex`.
+//! The key pool (`slidelimit::pool`), lock-free and behind a `Mutex`.
 //!
 //! [`Log`] is the reference: every grant's tick, in time order, and what each mode allows at
 //! a tick. [`InOrder`] runs one pool call by call beside it (non-decreasing `now`) and checks
-//! each answer; the submodules are the constructor's errors, seed 001 end to end, traces that
+//! each answer; the submodules are the constructor's errors, a five-key pool end to end, traces that
 //! reach the bucket bound, late callers and extreme ticks by hand, property tests and a
 //! multi-threaded stress test.
 

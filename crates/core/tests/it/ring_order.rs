@@ -1,4 +1,4 @@
-//! The exact log keeps its in-order fast path through a late phase (issue 10, part 3): after
+//! The exact log keeps its in-order fast path through a late phase: after
 //! out-of-order calls on a key, in-order calls cost what they cost before (the ring re-sorts
 //! itself), in every variant. Work is counted in slot reads on this thread
 //! (`slot_probes_on_this_thread`, debug builds), never timed.

@@ -1,4 +1,5 @@
-//! Every example of seed 002 (limit 3 per 10 ticks), against every variant.
+//! The worked examples of a limit of 3 per 10 ticks (hit, allowed, check_and_hit on two
+//! users), against every variant.
 
 use slidelimit::Options;
 

@@ -1,5 +1,5 @@
-//! Seed 001 end to end: five keys, each usable 500 times per 10 minutes, ticks in ms. Exact
-//! and with seed 000's AB relaxation (1 minute, 50 uses).
+//! A five-key pool end to end: five keys, each usable 500 times per 10 minutes, ticks in ms. Exact
+//! and with the AB relaxation (1 minute, 50 uses).
 
 use slidelimit::pool::{KeyPool, PoolMode, Refusal, UseLedger};
 
