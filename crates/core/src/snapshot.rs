@@ -262,8 +262,8 @@ pub trait SavedState<K> {
     /// Builds state from usage history: `(key, tick, weight)` records in any order, as if
     /// each had been recorded by `hit_n` (ticks capped at `now`; the exact log keeps each
     /// key's newest `max_requests` hits and carries the rest, see
-    /// [`crate::window::state`]), replacing the state of the keys they name. O(r) for
-    /// records in time order per key, O(r log r) otherwise.
+    /// [`crate::window::state`]), replacing the state of the keys they name. O(r) for r
+    /// records in any order (a radix sort by tick, then one pass grouping them by key).
     fn import_usage(&self, records: &mut dyn Iterator<Item = (K, u64, u64)>, now: u64) -> Restored;
 }
 
@@ -375,21 +375,63 @@ pub(crate) fn saved_key<K>(
     }
 }
 
-/// Groups usage records by key into window states (see [`SavedState::import_usage`]).
+/// Groups usage records by key into window states (see [`SavedState::import_usage`]), in
+/// O(r) for r records in any order: one radix sort of every record by tick (at most eight
+/// passes of a byte each, skipping the bytes all ticks share), then one pass that appends
+/// each record to its key's list, which therefore arrives sorted.
 pub(crate) fn group_usage<K: Hash + Eq>(
     records: &mut dyn Iterator<Item = (K, u64, u64)>,
     now: u64,
 ) -> Vec<(K, WindowState)> {
+    let now = now.min(MAX_TICK);
+    let mut keys: Vec<Option<K>> = Vec::new();
+    let mut stamped: Vec<(u64, u64, usize)> = Vec::new();
+    for (key, tick, weight) in records {
+        stamped.push((tick.min(now), weight, keys.len()));
+        keys.push(Some(key));
+    }
+    radix_sort_by_tick(&mut stamped);
     let mut by_key: std::collections::HashMap<K, Vec<(u64, u64)>> =
         std::collections::HashMap::new();
-    let now = now.min(MAX_TICK);
-    for (key, tick, weight) in records {
-        by_key.entry(key).or_default().push((tick.min(now), weight));
+    for (tick, weight, index) in stamped {
+        if let Some(key) = keys[index].take() {
+            by_key.entry(key).or_default().push((tick, weight));
+        }
     }
     by_key
         .into_iter()
-        .map(|(key, records)| (key, WindowState::from_unordered(records)))
+        .map(|(key, records)| (key, WindowState::from_sorted(records)))
         .collect()
+}
+
+/// Sorts `(tick, weight, index)` records by tick, stably, in O(r): least significant byte
+/// first, one counting pass per byte in which the ticks differ.
+fn radix_sort_by_tick(records: &mut Vec<(u64, u64, usize)>) {
+    let (all_or, all_and) = records
+        .iter()
+        .fold((0u64, u64::MAX), |(or, and), &(tick, _, _)| {
+            (or | tick, and & tick)
+        });
+    let differing = all_or ^ all_and;
+    let mut scratch = vec![(0u64, 0u64, 0usize); records.len()];
+    for shift in (0..64).step_by(8) {
+        if (differing >> shift) & 0xFF == 0 {
+            continue;
+        }
+        let mut starts = [0usize; 257];
+        for &(tick, _, _) in records.iter() {
+            starts[((tick >> shift) & 0xFF) as usize + 1] += 1;
+        }
+        for byte in 0..256 {
+            starts[byte + 1] += starts[byte];
+        }
+        for &record in records.iter() {
+            let byte = ((record.0 >> shift) & 0xFF) as usize;
+            scratch[starts[byte]] = record;
+            starts[byte] += 1;
+        }
+        std::mem::swap(records, &mut scratch);
+    }
 }
 
 #[cfg(feature = "serde")]
@@ -439,6 +481,56 @@ impl<K: serde::de::DeserializeOwned> Snapshot<K> {
             Ok(self)
         } else {
             Err(SnapshotError::UnknownFormat { found: self.format })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{group_usage, radix_sort_by_tick};
+    use crate::window::state::WindowState;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The radix sort is a stable sort by tick, whatever bytes the ticks differ in.
+        #[test]
+        fn radix_sort_is_a_stable_sort_by_tick(
+            ticks in proptest::collection::vec(
+                prop_oneof![0u64..300, any::<u64>(), (0u64..4).prop_map(|b| b << 40)],
+                0..200,
+            ),
+        ) {
+            let mut records: Vec<(u64, u64, usize)> =
+                ticks.iter().enumerate().map(|(i, &t)| (t, 1, i)).collect();
+            let mut expected = records.clone();
+            expected.sort_by_key(|&(tick, _, _)| tick);
+            radix_sort_by_tick(&mut records);
+            prop_assert_eq!(records, expected);
+        }
+
+        /// Grouping equals building each key's state from its records in any order.
+        #[test]
+        fn grouping_equals_per_key_sorting(
+            records in proptest::collection::vec((0u8..5, any::<u64>(), 0u64..4), 0..120),
+            now in any::<u64>(),
+        ) {
+            let mut grouped = group_usage(&mut records.iter().copied(), now);
+            grouped.sort_by_key(|(key, _)| *key);
+            let mut keys: Vec<u8> = records.iter().map(|r| r.0).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            let expected: Vec<(u8, WindowState)> = keys
+                .into_iter()
+                .map(|key| {
+                    let mine = records
+                        .iter()
+                        .filter(|r| r.0 == key)
+                        .map(|&(_, tick, weight)| (tick.min(now), weight))
+                        .collect();
+                    (key, WindowState::from_unordered(mine))
+                })
+                .collect();
+            prop_assert_eq!(grouped, expected);
         }
     }
 }

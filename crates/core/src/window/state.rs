@@ -123,11 +123,18 @@ impl WindowState {
     /// skipped, equal ticks merged, weights saturating. O(r log r) for r records.
     #[must_use]
     pub fn from_unordered(mut records: Vec<(u64, u64)>) -> Self {
-        records.retain(|&(_, weight)| weight > 0);
         for record in &mut records {
             record.0 = record.0.min(MAX_TICK);
         }
         records.sort_unstable_by_key(|&(tick, _)| tick);
+        Self::from_sorted(records)
+    }
+
+    /// [`WindowState::from_unordered`] for records already in non-decreasing tick order (and
+    /// clamped to [`MAX_TICK`]): O(r).
+    pub(crate) fn from_sorted(mut records: Vec<(u64, u64)>) -> Self {
+        records.retain(|&(_, weight)| weight > 0);
+        debug_assert!(records.windows(2).all(|pair| pair[0].0 <= pair[1].0));
         let mut usage: Vec<(u64, u64)> = Vec::with_capacity(records.len());
         for (tick, weight) in records {
             match usage.last_mut() {
