@@ -21,7 +21,7 @@
 //! [`slidelimit::RateLimiter`] and for the peers ([`seed002`], [`peers`]) and the machine
 //! floor ([`floor`]); [`variants`] is the registry; [`drive`] runs one cell. [`pool_cells`]
 //! runs the key pool's `get_next_key` through the same driver, as two more workloads with
-//! their own two variants.
+//! their own two variants. [`runner`] is the comparison run itself, callable from any binary.
 
 pub mod clock;
 pub mod drive;
@@ -30,8 +30,33 @@ pub mod peers;
 pub mod pool_cells;
 pub mod provenance;
 pub mod rng;
+pub mod runner;
 pub mod seed002;
 pub mod target;
 pub mod variants;
 pub mod workload;
 pub mod zipf;
+
+/// Re-exported for [`counting_allocator!`]: host binaries need no `stats_alloc` dependency.
+#[doc(hidden)]
+pub use stats_alloc;
+
+/// Installs the counting global allocator (stats_alloc's wrapper around the system allocator)
+/// that the runner's heap-per-key figures read. Invoke it once, at the top level of the binary
+/// that calls [`runner::run_cli`]; it adds two atomic adds to every allocation of that binary.
+///
+/// ```no_run
+/// slidelimit_bench::counting_allocator!();
+/// fn main() -> std::process::ExitCode {
+///     slidelimit_bench::runner::run_cli(std::env::args())
+/// }
+/// ```
+#[macro_export]
+macro_rules! counting_allocator {
+    () => {
+        #[global_allocator]
+        static SLIDELIMIT_BENCH_COUNTING_ALLOCATOR: &$crate::stats_alloc::StatsAlloc<
+            ::std::alloc::System,
+        > = &$crate::stats_alloc::INSTRUMENTED_SYSTEM;
+    };
+}

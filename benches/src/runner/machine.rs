@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::provenance::{cpu_model, git_commit};
 use serde::Serialize;
-use slidelimit_bench::provenance::{cpu_model, git_commit};
 
 /// Where and how a run happened.
 #[derive(Clone, Debug, Serialize)]

@@ -3,14 +3,14 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
-use slidelimit_bench::drive::{self, Cell};
-use slidelimit_bench::pool_cells;
-use slidelimit_bench::target::Target;
-use slidelimit_bench::variants::{self, Context, Meta, Visitor};
-use slidelimit_bench::workload::{KeyStream, Workload};
+use crate::drive::{self, Cell};
+use crate::pool_cells;
+use crate::target::Target;
+use crate::variants::{self, Context, Meta, Visitor};
+use crate::workload::{KeyStream, Workload};
 
-use crate::args::Args;
-use crate::results::{CellResult, Latency};
+use super::args::Args;
+use super::results::{CellResult, Latency};
 
 /// Progress on stderr: one line per cell, rewritten in place on a terminal.
 pub struct Progress {
@@ -194,7 +194,7 @@ impl Visitor for WorkloadRun<'_> {
                         "{:.2} Mops/s, allowed {:.1}%, p99.9 {}",
                         result.mops,
                         result.allowed_fraction * 100.0,
-                        crate::report::human_ns(result.latency.p999)
+                        super::report::human_ns(result.latency.p999)
                     ),
                 );
                 trials.push(result);

@@ -16,37 +16,49 @@
 //! that measured other variants first would start with a heap full of their freed pages, so
 //! each (variant, limit) and each rotation runs in a fresh child: the runner re-executes its
 //! own binary with a hidden `--memory-child` flag, and the child prints its figures as one
-//! JSON line.
+//! JSON line. A program hosting the runner calls [`super::child_entry`] before anything else,
+//! so that the same re-execution works from any binary.
 
-use std::alloc::System;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
+use crate::clock::BenchClock;
+use crate::drive;
+use crate::rng::mix64;
+use crate::target::Target;
+use crate::variants::{self, Context, Family, Meta, Visitor};
+use crate::workload::{self, KeyStream, Mix, Workload};
 use serde::{Deserialize, Serialize};
-use slidelimit_bench::clock::BenchClock;
-use slidelimit_bench::drive;
-use slidelimit_bench::rng::mix64;
-use slidelimit_bench::target::Target;
-use slidelimit_bench::variants::{self, Context, Family, Meta, Visitor};
-use slidelimit_bench::workload::{self, KeyStream, Mix, Workload};
-use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
+use stats_alloc::INSTRUMENTED_SYSTEM;
 
-use crate::args::Args;
-use crate::matrix::{selected, Progress};
-use crate::results::{MemoryRow, RotationRow, ZipfMemoryRow};
+use super::args::Args;
+use super::matrix::{selected, Progress};
+use super::results::{MemoryRow, RotationRow, ZipfMemoryRow};
 
-#[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
-
-/// Live heap bytes (requested sizes) right now.
+/// Live heap bytes (requested sizes) right now, as counted by [`INSTRUMENTED_SYSTEM`] (zero
+/// unless the host installed it: see [`counting_active`]).
 ///
 /// `stats_alloc` already adds a `realloc`'s growth to `bytes_allocated` (and its shrinkage to
 /// `bytes_deallocated`); `bytes_reallocated` is the same change again, so it is not added.
 fn live_bytes() -> i64 {
-    let stats = GLOBAL.stats();
+    let stats = INSTRUMENTED_SYSTEM.stats();
     let as_i64 = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
     as_i64(stats.bytes_allocated) - as_i64(stats.bytes_deallocated)
 }
+
+/// Whether this process's global allocator is the counting one: an allocation must show in
+/// its statistics.
+#[must_use]
+pub fn counting_active() -> bool {
+    let before = INSTRUMENTED_SYSTEM.stats().allocations;
+    drop(std::hint::black_box(Box::new([0u8; 64])));
+    INSTRUMENTED_SYSTEM.stats().allocations > before
+}
+
+/// The error a run or a child gives when the host forgot the counting allocator.
+pub const NOT_COUNTING: &str = "the memory measurements need the counting global allocator: \
+     the host binary must invoke `slidelimit_bench::counting_allocator!()` (or pass \
+     --skip-memory)";
 
 /// This process's resident memory (`VmRSS`), bytes; None where `/proc` does not say.
 fn resident_bytes() -> Option<i64> {
@@ -166,9 +178,9 @@ impl Visitor for MemoryRun<'_> {
                     "memory · {} · zipf: {} keys / {} before remove_idle, {} keys / {} after ({:.1} ms)",
                     meta.name,
                     opt(row.tracked_before),
-                    crate::report::human_bytes(row.bytes_before),
+                    super::report::human_bytes(row.bytes_before),
                     opt(row.tracked_after),
-                    crate::report::human_bytes(row.bytes_after),
+                    super::report::human_bytes(row.bytes_after),
                     row.remove_ms
                 ));
                 self.zipf_rows.push(row);
@@ -224,6 +236,10 @@ fn spawn_child<R: for<'de> Deserialize<'de>>(what: &[&str]) -> Result<R, String>
 /// line.
 #[must_use]
 pub fn child_main(argv: &[String]) -> ExitCode {
+    if !counting_active() {
+        eprintln!("error: {NOT_COUNTING}");
+        return ExitCode::FAILURE;
+    }
     let result = match argv {
         // An optional key count after the limit, for trying other sizes by hand.
         [kind, variant, n, rest @ ..] if kind == "per-key" && rest.len() <= 1 => n
@@ -489,5 +505,15 @@ fn zipf_removal<T: Target>(
         tracked_after,
         bytes_after,
         remove_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The library's own test binary installs no counting allocator, so the check must say so
+    /// (a host that forgot it gets an error, not heap figures of zero).
+    #[test]
+    fn counting_is_detected_as_absent() {
+        assert!(!super::counting_active());
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::results::{CellResult, PoolSetupInfo, Report};
+use super::results::{CellResult, PoolSetupInfo, Report};
 
 /// Nanoseconds for people: `85 ns`, `12.3 µs`, `1.24 ms`.
 #[must_use]
@@ -302,7 +302,7 @@ pub fn stdout_tables(report: &Report) -> String {
         let _ = writeln!(
             out,
             "\n== Memory per tracked key ({} keys)",
-            crate::memory::KEYS
+            super::memory::KEYS
         );
         for m in &report.memory {
             let _ = writeln!(
@@ -364,7 +364,7 @@ pub fn stdout_tables(report: &Report) -> String {
         let _ = writeln!(
             out,
             "\n== Zipf memory around remove_idle ({} calls)",
-            crate::memory::ZIPF_OPS
+            super::memory::ZIPF_OPS
         );
         for z in &report.zipf_memory {
             let _ = writeln!(
@@ -427,7 +427,7 @@ fn memory_markdown(md: &mut String, report: &Report) {
          is counted). **RSS**: the child's resident-memory growth (`VmRSS`) per key at the \
          same moment as the settled heap figure: the heap plus the allocator's headers, \
          rounding, fragmentation and freed pages it kept.\n",
-        crate::memory::KEYS
+        super::memory::KEYS
     );
     let _ = writeln!(
         md,
@@ -724,7 +724,7 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
             "{} `check_and_hit` calls on the zipf stream, one thread, fake clock; then one \
              `remove_idle(now)` (governor: `retain_recent` + `shrink_to_fit`; seed-002: its own \
              cleanup over every key).\n",
-            crate::memory::ZIPF_OPS
+            super::memory::ZIPF_OPS
         );
         let _ = writeln!(
             md,

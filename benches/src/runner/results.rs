@@ -1,12 +1,12 @@
 //! What a run produced: the raw numbers behind every table and plot, serialised as JSON.
 
+use crate::pool_cells::PoolSetup;
+use crate::variants::{Family, Meta};
+use crate::workload::Workload;
 use serde::Serialize;
 use slidelimit::pool::{AtomicLedger, PoolMode, UseLedger};
-use slidelimit_bench::pool_cells::PoolSetup;
-use slidelimit_bench::variants::{Family, Meta};
-use slidelimit_bench::workload::Workload;
 
-use crate::machine::Machine;
+use super::machine::Machine;
 
 /// Everything one run measured.
 #[derive(Debug, Serialize)]
@@ -112,8 +112,8 @@ impl From<&Workload> for WorkloadInfo {
             window_ns: w.window_ns,
             mix: w.mix.describe(),
             clock: match w.clock {
-                slidelimit_bench::workload::ClockKind::Fake => "fake",
-                slidelimit_bench::workload::ClockKind::Real => "real",
+                crate::workload::ClockKind::Fake => "fake",
+                crate::workload::ClockKind::Real => "real",
             },
         }
     }

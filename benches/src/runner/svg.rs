@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::results::{CellResult, Report};
+use super::results::{CellResult, Report};
 
 const PALETTE: [&str; 10] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -188,7 +188,7 @@ pub fn throughput(report: &Report, workload: &str) -> String {
         let dash = if report
             .variants
             .iter()
-            .any(|v| v.name == *name && v.family != slidelimit_bench::variants::Family::Ours)
+            .any(|v| v.name == *name && v.family != crate::variants::Family::Ours)
         {
             " stroke-dasharray=\"6 3\""
         } else {
@@ -372,7 +372,7 @@ pub fn latency(report: &Report, variant: &str) -> String {
                     y_of(v as f64),
                     PALETTE[k],
                     threads[i],
-                    crate::report::human_ns(v)
+                    super::report::human_ns(v)
                 );
             }
         }

@@ -1,8 +1,8 @@
 //! The hot-path issue's targets, as ratios computed from this run's cells and memory rows.
 
-use slidelimit_bench::variants::{self, Family};
+use crate::variants::{self, Family};
 
-use crate::results::{CellResult, MemoryRow, RotationRow, TargetCheck, Verdict};
+use super::results::{CellResult, MemoryRow, RotationRow, TargetCheck, Verdict};
 
 fn cell<'a>(
     cells: &'a [CellResult],
@@ -164,7 +164,7 @@ fn verdict_at_most(ratio: Option<f64>, bound: f64) -> Verdict {
 #[must_use]
 pub fn evaluate_memory(rows: &[MemoryRow], rotation: &[RotationRow]) -> Vec<TargetCheck> {
     let mut checks = lock_free_budget(rows);
-    for n in crate::memory::PER_KEY_LIMITS {
+    for n in super::memory::PER_KEY_LIMITS {
         let worst = rows
             .iter()
             .filter(|r| r.max_requests == n && is_ours(r.variant))
