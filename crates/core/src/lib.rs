@@ -127,6 +127,8 @@ pub mod pool;
 pub mod raw;
 pub mod snapshot;
 mod sync;
+#[cfg(feature = "tokio")]
+pub mod wait;
 pub mod window;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
@@ -137,6 +139,8 @@ pub use limiter::{LimitControl, RateLimiter};
 pub use lockfree::LockFreeLimiter;
 pub use pool::{KeyPool, PoolError, PoolMode, PoolStatus, Refusal};
 pub use snapshot::{Conversion, Restored, SavedState, Snapshot, SnapshotError};
+#[cfg(feature = "tokio")]
+pub use wait::{AsyncLimiter, TokioClock, WaitClock, WaitError};
 pub use window::buckets::{BucketError, RollingBuckets};
 pub use window::ring::ExactLog;
 pub use window::{Status, WeightError};
