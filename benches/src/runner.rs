@@ -45,12 +45,14 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::Parser;
+
 use crate::clock::{OPS_PER_TICK, TICK_NS};
 use crate::drive::SAMPLE_EVERY;
 use crate::workload::{self, Workload};
 use crate::{pool_cells, variants};
 
-use self::args::Args;
+use self::args::{Args, Flags};
 use self::machine::Machine;
 use self::matrix::{Progress, WorkloadRun};
 use self::memory::MemoryRun;
@@ -82,17 +84,14 @@ pub fn run_cli<I: IntoIterator<Item = String>>(argv: I) -> ExitCode {
     if let Some(code) = child_entry(&argv) {
         return code;
     }
-    let args = match args::parse(argv.iter().skip(1).cloned()) {
-        Ok(args) => args,
-        Err(message) => {
-            eprintln!("error: {message}\n\n{}", args::HELP);
-            return ExitCode::from(2);
+    let args: Args = match Flags::try_parse_from(&argv) {
+        Ok(flags) => flags.into(),
+        // --help prints to stdout and exits 0; a bad flag prints to stderr and exits 2.
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
-    if args.help {
-        print!("{}", args::HELP);
-        return ExitCode::SUCCESS;
-    }
     let all_workloads = workload::all();
     let metas = variants::metas();
     if args.list {

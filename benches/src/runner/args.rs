@@ -1,8 +1,11 @@
-//! The runner's flags: a small hand-written parser (a dozen flags do not justify a parsing
-//! crate's compile time on a 2-core machine).
+//! The runner's flags, parsed by clap; [`Flags`] is what the command line says, [`Args`] what
+//! the run does once `--long` and the defaults are applied.
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use clap::Parser;
 
 /// What the runner was asked to do.
 #[derive(Clone, Debug)]
@@ -23,8 +26,6 @@ pub struct Args {
     pub skip_memory: bool,
     /// Print the variants and workloads and exit.
     pub list: bool,
-    /// Print the help and exit.
-    pub help: bool,
 }
 
 /// The default measured time per cell: sized so that the whole default run takes about three
@@ -35,18 +36,65 @@ pub const LONG_DURATION: Duration = Duration::from_secs(2);
 /// `--long`: trials per cell.
 pub const LONG_TRIALS: usize = 3;
 
-impl Default for Args {
-    fn default() -> Self {
+/// The command line. A repeated flag takes its last value, as `--long --duration 300ms` does.
+#[derive(Debug, Parser)]
+#[command(
+    name = "slidelimit-bench",
+    about = "Every slidelimit variant and its peers over one workload matrix.",
+    long_about = "Every slidelimit variant and its peers over one workload matrix.\n\n\
+        With no flags it runs the whole default matrix (about 3 minutes on 2 cores), then the \
+        key pool's get_next_key cells (pool-exact, pool-ab: lock-free and mutex), and writes \
+        results/comparison.{md,json} and results/*.svg.",
+    args_override_self = true
+)]
+pub struct Flags {
+    /// Measured time per cell and trial, e.g. 700ms, 2s [default: 700ms]
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Run each cell N times, report the median-throughput trial [default: 1]
+    #[arg(long, value_name = "N")]
+    trials: Option<NonZeroUsize>,
+    /// A longer, steadier run: --duration 2s --trials 3 (explicit flags still win)
+    #[arg(long)]
+    long: bool,
+    /// Comma-separated variant names [default: all; see --list]
+    #[arg(long, value_name = "LIST", value_parser = parse_names)]
+    variants: Option<::std::vec::Vec<String>>,
+    /// Comma-separated workload names [default: all; see --list], the key pool's included:
+    /// --workloads pool-exact,pool-ab --skip-memory runs only the get_next_key cells
+    #[arg(long, value_name = "LIST", value_parser = parse_names)]
+    workloads: Option<::std::vec::Vec<String>>,
+    /// Comma-separated thread counts
+    #[arg(long, value_name = "LIST", value_parser = parse_threads, default_value = "1,2,4,8")]
+    threads: ::std::vec::Vec<usize>,
+    /// Where the results go [default: the workspace's results/]
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Skip the memory measurements (heap and RSS bytes per key, key rotation, Zipf idle-key
+    /// removal)
+    #[arg(long)]
+    skip_memory: bool,
+    /// Print the variants and workloads, then exit
+    #[arg(long)]
+    list: bool,
+}
+
+impl From<Flags> for Args {
+    fn from(flags: Flags) -> Self {
+        let (duration, trials) = if flags.long {
+            (LONG_DURATION, LONG_TRIALS)
+        } else {
+            (DEFAULT_DURATION, 1)
+        };
         Self {
-            duration: DEFAULT_DURATION,
-            trials: 1,
-            variants: Vec::new(),
-            workloads: Vec::new(),
-            threads: vec![1, 2, 4, 8],
-            out: default_out(),
-            skip_memory: false,
-            list: false,
-            help: false,
+            duration: flags.duration.unwrap_or(duration),
+            trials: flags.trials.map_or(trials, NonZeroUsize::get),
+            variants: flags.variants.unwrap_or_default(),
+            workloads: flags.workloads.unwrap_or_default(),
+            threads: flags.threads,
+            out: flags.out.unwrap_or_else(default_out),
+            skip_memory: flags.skip_memory,
+            list: flags.list,
         }
     }
 }
@@ -58,108 +106,30 @@ fn default_out() -> PathBuf {
         .map_or_else(|| PathBuf::from("results"), |root| root.join("results"))
 }
 
-/// The help text.
-pub const HELP: &str = "\
-slidelimit-bench: every slidelimit variant and its peers over one workload matrix.
-
-USAGE:
-    cargo run --release -p slidelimit-bench [-- FLAGS]
-
-With no flags it runs the whole default matrix (about 3 minutes on 2 cores), then the key
-pool's get_next_key cells (pool-exact, pool-ab: lock-free and mutex), and writes
-results/comparison.{md,json} and results/*.svg.
-
-FLAGS:
-    --duration TIME     measured time per cell and trial, e.g. 700ms, 2s (default 700ms)
-    --trials N          run each cell N times, report the median-throughput trial (default 1)
-    --long              a longer, steadier run: --duration 2s --trials 3
-    --variants LIST     comma-separated variant names (default: all; see --list)
-    --workloads LIST    comma-separated workload names (default: all; see --list), the
-                        key pool's included: --workloads pool-exact,pool-ab --skip-memory
-                        runs only the get_next_key cells
-    --threads LIST      comma-separated thread counts (default 1,2,4,8)
-    --out DIR           where the results go (default: the workspace's results/)
-    --skip-memory       skip the memory measurements (heap and RSS bytes per key, key
-                        rotation, Zipf idle-key removal)
-    --list              print the variants and workloads, then exit
-    -h, --help          print this help, then exit
-";
-
-/// Parses `args` (without the program name).
-///
-/// # Errors
-/// A message naming the bad flag or value.
-pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
-    let mut parsed = Args::default();
-    let mut explicit_duration = None;
-    let mut explicit_trials = None;
-    let mut long = false;
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => {
-                (flag.to_owned(), Some(value.to_owned()))
-            }
-            _ => (arg.clone(), None),
-        };
-        let mut value = |name: &str| {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match flag.as_str() {
-            "-h" | "--help" => parsed.help = true,
-            "--list" => parsed.list = true,
-            "--long" => long = true,
-            "--skip-memory" => parsed.skip_memory = true,
-            "--duration" => explicit_duration = Some(parse_duration(&value("--duration")?)?),
-            "--trials" => {
-                let v = value("--trials")?;
-                let n: usize = v.parse().map_err(|_| format!("bad --trials value {v:?}"))?;
-                if n == 0 {
-                    return Err("--trials must be at least 1".to_owned());
-                }
-                explicit_trials = Some(n);
-            }
-            "--variants" => parsed.variants = split_list(&value("--variants")?),
-            "--workloads" => parsed.workloads = split_list(&value("--workloads")?),
-            "--threads" => {
-                let v = value("--threads")?;
-                parsed.threads = split_list(&v)
-                    .iter()
-                    .map(|t| match t.parse::<usize>() {
-                        Ok(n) if n > 0 => Ok(n),
-                        _ => Err(format!("bad thread count {t:?} in --threads")),
-                    })
-                    .collect::<Result<_, _>>()?;
-                if parsed.threads.is_empty() {
-                    return Err("--threads needs at least one count".to_owned());
-                }
-            }
-            "--out" => parsed.out = PathBuf::from(value("--out")?),
-            other => return Err(format!("unknown flag {other:?} (see --help)")),
-        }
-    }
-    if long {
-        parsed.duration = LONG_DURATION;
-        parsed.trials = LONG_TRIALS;
-    }
-    if let Some(duration) = explicit_duration {
-        parsed.duration = duration;
-    }
-    if let Some(trials) = explicit_trials {
-        parsed.trials = trials;
-    }
-    Ok(parsed)
-}
-
-fn split_list(list: &str) -> Vec<String> {
-    list.split(',')
+/// `a, b,,c` as `[a, b, c]`; an empty list means every name.
+#[allow(clippy::unnecessary_wraps)] // clap's value parsers return a Result
+fn parse_names(list: &str) -> Result<Vec<String>, String> {
+    Ok(list
+        .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
-        .collect()
+        .collect())
+}
+
+/// At least one thread count, each at least 1.
+fn parse_threads(list: &str) -> Result<Vec<usize>, String> {
+    let threads = parse_names(list)?
+        .iter()
+        .map(|t| match t.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!("bad thread count {t:?}")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if threads.is_empty() {
+        return Err("needs at least one count".to_owned());
+    }
+    Ok(threads)
 }
 
 /// `700ms`, `2s`, `1.5s`, or a bare number of milliseconds.
@@ -183,38 +153,66 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 mod tests {
     use std::time::Duration;
 
-    use super::{parse, DEFAULT_DURATION};
+    use clap::{CommandFactory, Parser};
 
-    fn args(list: &[&str]) -> Result<super::Args, String> {
-        parse(list.iter().map(|s| (*s).to_owned()))
+    use super::{Args, Flags, DEFAULT_DURATION};
+
+    fn args(list: &[&str]) -> Result<Args, clap::Error> {
+        Flags::try_parse_from(std::iter::once("slidelimit-bench").chain(list.iter().copied()))
+            .map(Args::from)
+    }
+
+    #[test]
+    fn clap_accepts_the_definition() {
+        Flags::command().debug_assert();
     }
 
     #[test]
     fn defaults_and_flags() {
         let a = args(&[]).unwrap();
-        assert_eq!(a.duration, DEFAULT_DURATION);
+        assert_eq!((a.duration, a.trials), (DEFAULT_DURATION, 1));
         assert_eq!(a.threads, vec![1, 2, 4, 8]);
+        assert!(a.variants.is_empty() && a.workloads.is_empty());
+        assert!(a.out.ends_with("results"));
         let a = args(&[
             "--duration",
             "2s",
             "--threads=1,16",
             "--variants",
-            "lock-free,mutex",
+            "lock-free, mutex,",
+            "--out",
+            "/tmp/x",
         ])
         .unwrap();
         assert_eq!(a.duration, Duration::from_secs(2));
         assert_eq!(a.threads, vec![1, 16]);
         assert_eq!(a.variants, vec!["lock-free", "mutex"]);
+        assert_eq!(a.out, std::path::Path::new("/tmp/x"));
+        let a = args(&["--long"]).unwrap();
+        assert_eq!((a.duration, a.trials), (Duration::from_secs(2), 3));
         let a = args(&["--long", "--duration", "300ms"]).unwrap();
         assert_eq!((a.duration, a.trials), (Duration::from_millis(300), 3));
+        let a = args(&["--threads", "1", "--threads", "2,4", "--duration", "5"]).unwrap();
+        assert_eq!(
+            (a.threads, a.duration),
+            (vec![2, 4], Duration::from_millis(5))
+        );
     }
 
     #[test]
-    fn rejects_nonsense() {
-        assert!(args(&["--threads", "0"]).is_err());
-        assert!(args(&["--duration", "fast"]).is_err());
-        assert!(args(&["--trials", "0"]).is_err());
-        assert!(args(&["--bogus"]).is_err());
-        assert!(args(&["--out"]).is_err());
+    fn rejects_nonsense_with_status_2() {
+        for bad in [
+            &["--threads", "0"][..],
+            &["--threads", ","],
+            &["--duration", "fast"],
+            &["--duration", "0s"],
+            &["--trials", "0"],
+            &["--bogus"],
+            &["--out"],
+        ] {
+            let err = args(bad).expect_err("must be rejected");
+            assert_eq!(err.exit_code(), 2, "{bad:?}");
+        }
+        assert_eq!(args(&["--help"]).unwrap_err().exit_code(), 0);
     }
 }
