@@ -1,0 +1,398 @@
+//! The small languages of the command line: durations (`500ms`), limits (`100/1s`), rates
+//! (`1200/s`), counts (`10k`) and windows (`exact`, `buckets:10`), each parsed into a typed
+//! value or a typed error.
+//!
+//! Grammar (spaces are not allowed inside a value):
+//! - duration: `[COUNT]UNIT`, `COUNT` a whole number (1 if left out), `UNIT` one of `ns`, `us`,
+//!   `ms`, `s`, `m` (minutes), `h`, `d`. `1500ms`, `s`, `90s`, `2h`.
+//! - limit: `N/DURATION`, `N` a whole number of requests per window; or `R/s` with a decimal
+//!   `R` (a rate per second, read as the exact fraction `p` per `q` seconds by
+//!   `Limit::from_rate`: `2.5/s` is 5 per 2 s).
+//! - rate (offered load): `R/DURATION`, `R` a decimal: `1200/s`, `0.5/s`, `30/m`.
+//! - count: a whole number with an optional `k` (thousand) or `M` (million) suffix.
+//! - window: `exact`, or `buckets:B` with `B` a whole number of buckets.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use slidelimit::{Limit, LimitError};
+
+/// Why a value of the command line could not be read.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// The value was empty.
+    #[error("empty value")]
+    Empty,
+    /// A duration's number was not a whole number.
+    #[error("`{0}` is not a whole number (write 1500ms, not 1.5s)")]
+    NotWhole(String),
+    /// A duration's unit was missing or unknown.
+    #[error("unknown unit `{0}` (expected ns, us, ms, s, m, h or d)")]
+    Unit(String),
+    /// A duration of zero length.
+    #[error("a duration must be longer than zero")]
+    ZeroDuration,
+    /// A duration beyond what `Duration` holds.
+    #[error("duration `{0}` is too long")]
+    DurationOverflow(String),
+    /// A limit or rate without its `/`.
+    #[error("`{0}` has no `/` (expected N/DURATION, such as 100/1s)")]
+    NoSlash(String),
+    /// The count of a limit was not a number.
+    #[error("`{0}` is not a number of requests")]
+    BadCount(String),
+    /// A decimal count with a period other than one second.
+    #[error("a decimal count is only read per second (`{0}`): write 1/2s for half a request per second, or 0.5/s")]
+    DecimalNotPerSecond(String),
+    /// The limiter refused the limit.
+    #[error("{0}")]
+    Limit(#[from] LimitError),
+    /// A rate that is not a positive, finite number.
+    #[error("rate `{0}` must be a positive, finite number")]
+    BadRate(String),
+    /// A count with a bad number or suffix.
+    #[error("`{0}` is not a count (a whole number, optionally with k or M: 10k, 2M)")]
+    BadKeyCount(String),
+    /// A window that is neither `exact` nor `buckets:B`.
+    #[error("unknown window `{0}` (expected exact or buckets:B, such as buckets:10)")]
+    BadWindow(String),
+}
+
+/// Parses a duration: `[COUNT]UNIT` (see the module docs).
+///
+/// # Errors
+/// [`SpecError`] for an empty value, a fractional or missing number, an unknown unit, zero, or
+/// a duration that does not fit.
+pub fn parse_duration(text: &str) -> Result<Duration, SpecError> {
+    if text.is_empty() {
+        return Err(SpecError::Empty);
+    }
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| SpecError::Unit(String::new()))?;
+    let (digits, unit) = text.split_at(split);
+    if unit.starts_with('.') {
+        return Err(SpecError::NotWhole(text.to_owned()));
+    }
+    let count: u64 = if digits.is_empty() {
+        1
+    } else {
+        digits
+            .parse()
+            .map_err(|_| SpecError::DurationOverflow(text.to_owned()))?
+    };
+    let unit_nanos: u128 = match unit {
+        "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
+        other => return Err(SpecError::Unit(other.to_owned())),
+    };
+    if count == 0 {
+        return Err(SpecError::ZeroDuration);
+    }
+    let nanos = u128::from(count) * unit_nanos;
+    let secs = u64::try_from(nanos / 1_000_000_000)
+        .map_err(|_| SpecError::DurationOverflow(text.to_owned()))?;
+    // The remainder of a division by 10^9 fits in a u32.
+    let sub = (nanos % 1_000_000_000) as u32;
+    Ok(Duration::new(secs, sub))
+}
+
+/// A limit as typed: a count per period, turned into a [`Limit`] once the tick is known.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LimitSpec {
+    /// `N` requests per `period`.
+    Count {
+        /// Requests per window.
+        max_requests: u64,
+        /// The window.
+        period: Duration,
+    },
+    /// A decimal rate per second, read by [`Limit::from_rate`].
+    Rate {
+        /// Requests per second.
+        per_second: f64,
+    },
+}
+
+impl LimitSpec {
+    /// The limit in ticks of length `tick`.
+    ///
+    /// # Errors
+    /// [`LimitError`] when the window is not a whole number of ticks, or the count or window is
+    /// out of range.
+    pub fn to_limit(self, tick: Duration) -> Result<Limit, LimitError> {
+        match self {
+            Self::Count {
+                max_requests,
+                period,
+            } => Limit::per(max_requests, period, tick),
+            Self::Rate { per_second } => Limit::from_rate(per_second, tick),
+        }
+    }
+}
+
+impl FromStr for LimitSpec {
+    type Err = SpecError;
+
+    fn from_str(text: &str) -> Result<Self, SpecError> {
+        let (count, period) = text
+            .split_once('/')
+            .ok_or_else(|| SpecError::NoSlash(text.to_owned()))?;
+        let period = parse_duration(period)?;
+        if let Ok(max_requests) = count.parse::<u64>() {
+            return Ok(Self::Count {
+                max_requests,
+                period,
+            });
+        }
+        let per_second: f64 = count
+            .parse()
+            .map_err(|_| SpecError::BadCount(count.to_owned()))?;
+        if !count.chars().all(|c| c.is_ascii_digit() || c == '.') {
+            return Err(SpecError::BadCount(count.to_owned()));
+        }
+        if period != Duration::from_secs(1) {
+            return Err(SpecError::DecimalNotPerSecond(text.to_owned()));
+        }
+        Ok(Self::Rate { per_second })
+    }
+}
+
+impl fmt::Display for LimitSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Count {
+                max_requests,
+                period,
+            } => write!(f, "{max_requests}/{}", format_duration(*period)),
+            Self::Rate { per_second } => write!(f, "{per_second}/s"),
+        }
+    }
+}
+
+/// An offered load in requests per second, from `R/DURATION`.
+///
+/// # Errors
+/// [`SpecError`] for a missing `/`, a rate that is not a positive finite number, or a bad
+/// duration.
+pub fn parse_rate(text: &str) -> Result<f64, SpecError> {
+    let (count, period) = text
+        .split_once('/')
+        .ok_or_else(|| SpecError::NoSlash(text.to_owned()))?;
+    let period = parse_duration(period)?;
+    let count: f64 = count
+        .parse()
+        .map_err(|_| SpecError::BadRate(count.to_owned()))?;
+    let per_second = count / period.as_secs_f64();
+    if !per_second.is_finite() || per_second <= 0.0 {
+        return Err(SpecError::BadRate(text.to_owned()));
+    }
+    Ok(per_second)
+}
+
+/// A whole count with an optional `k` (×1,000) or `M` (×1,000,000) suffix; zero is refused.
+///
+/// # Errors
+/// [`SpecError::BadKeyCount`] for anything else, zero, or a count that overflows.
+pub fn parse_count(text: &str) -> Result<u64, SpecError> {
+    let bad = || SpecError::BadKeyCount(text.to_owned());
+    let (digits, scale) = match text.as_bytes().last() {
+        Some(b'k') => (&text[..text.len() - 1], 1_000),
+        Some(b'M') => (&text[..text.len() - 1], 1_000_000),
+        _ => (text, 1),
+    };
+    let value: u64 = digits.parse().map_err(|_| bad())?;
+    match value.checked_mul(scale) {
+        Some(0) | None => Err(bad()),
+        Some(count) => Ok(count),
+    }
+}
+
+/// Which window algorithm a limiter runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WindowSpec {
+    /// The exact sliding log.
+    Exact,
+    /// Rolling buckets, `B` of them over the window.
+    Buckets(u64),
+}
+
+impl FromStr for WindowSpec {
+    type Err = SpecError;
+
+    fn from_str(text: &str) -> Result<Self, SpecError> {
+        if text == "exact" {
+            return Ok(Self::Exact);
+        }
+        text.strip_prefix("buckets:")
+            .and_then(|b| b.parse().ok())
+            .map(Self::Buckets)
+            .ok_or_else(|| SpecError::BadWindow(text.to_owned()))
+    }
+}
+
+impl fmt::Display for WindowSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Exact => f.write_str("exact"),
+            Self::Buckets(b) => write!(f, "buckets:{b}"),
+        }
+    }
+}
+
+/// A duration in the largest unit that divides it: `1500ms`, `2h`, `90s`.
+#[must_use]
+pub fn format_duration(duration: Duration) -> String {
+    let nanos = duration.as_nanos();
+    const UNITS: [(u128, &str); 7] = [
+        (86_400_000_000_000, "d"),
+        (3_600_000_000_000, "h"),
+        (60_000_000_000, "m"),
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+        (1, "ns"),
+    ];
+    for (size, name) in UNITS {
+        if nanos >= size && nanos % size == 0 {
+            return format!("{}{name}", nanos / size);
+        }
+    }
+    "0s".to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_in_every_unit() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(parse_duration("7ns"), Ok(Duration::from_nanos(7)));
+        assert_eq!(parse_duration("15us"), Ok(Duration::from_micros(15)));
+        assert_eq!(parse_duration("15µs"), Ok(Duration::from_micros(15)));
+    }
+
+    #[test]
+    fn bad_durations_are_typed() {
+        assert_eq!(parse_duration(""), Err(SpecError::Empty));
+        assert_eq!(
+            parse_duration("1.5s"),
+            Err(SpecError::NotWhole("1.5s".into()))
+        );
+        assert_eq!(parse_duration("10"), Err(SpecError::Unit(String::new())));
+        assert_eq!(parse_duration("10x"), Err(SpecError::Unit("x".into())));
+        assert_eq!(parse_duration("0ms"), Err(SpecError::ZeroDuration));
+        assert_eq!(
+            parse_duration("99999999999999999999s"),
+            Err(SpecError::DurationOverflow("99999999999999999999s".into()))
+        );
+        assert!(matches!(
+            parse_duration("18446744073709551615d"),
+            Err(SpecError::DurationOverflow(_))
+        ));
+    }
+
+    #[test]
+    fn limits_by_count_and_period() {
+        let ms = Duration::from_millis(1);
+        let spec: LimitSpec = "100/1s".parse().unwrap();
+        assert_eq!(spec.to_limit(ms), Limit::new(100, 1000));
+        let spec: LimitSpec = "100/500ms".parse().unwrap();
+        assert_eq!(spec.to_limit(ms), Limit::new(100, 500));
+        let spec: LimitSpec = "5000/1h".parse().unwrap();
+        assert_eq!(
+            spec.to_limit(Duration::from_secs(1)),
+            Limit::new(5000, 3600)
+        );
+        let spec: LimitSpec = "3/s".parse().unwrap();
+        assert_eq!(spec.to_string(), "3/1s");
+    }
+
+    #[test]
+    fn decimal_rates_are_per_second_fractions() {
+        let ms = Duration::from_millis(1);
+        let spec: LimitSpec = "0.5/s".parse().unwrap();
+        assert_eq!(spec.to_limit(ms), Limit::new(1, 2000));
+        let spec: LimitSpec = "2.5/1s".parse().unwrap();
+        assert_eq!(spec.to_limit(ms), Limit::new(5, 2000));
+        assert_eq!(
+            "0.5/2s".parse::<LimitSpec>(),
+            Err(SpecError::DecimalNotPerSecond("0.5/2s".into()))
+        );
+    }
+
+    #[test]
+    fn bad_limits_are_typed() {
+        assert_eq!(
+            "100".parse::<LimitSpec>(),
+            Err(SpecError::NoSlash("100".into()))
+        );
+        assert_eq!(
+            "abc/1s".parse::<LimitSpec>(),
+            Err(SpecError::BadCount("abc".into()))
+        );
+        assert_eq!(
+            "-1/1s".parse::<LimitSpec>(),
+            Err(SpecError::BadCount("-1".into()))
+        );
+        assert_eq!(
+            "inf/1s".parse::<LimitSpec>(),
+            Err(SpecError::BadCount("inf".into()))
+        );
+        let zero: LimitSpec = "0/1s".parse().unwrap();
+        assert_eq!(
+            zero.to_limit(Duration::from_millis(1)),
+            Err(LimitError::ZeroMaxRequests)
+        );
+        let sub_tick: LimitSpec = "10/1500us".parse().unwrap();
+        assert!(matches!(
+            sub_tick.to_limit(Duration::from_millis(1)),
+            Err(LimitError::NotWholeTicks { .. })
+        ));
+    }
+
+    #[test]
+    fn rates_counts_and_windows() {
+        assert_eq!(parse_rate("1200/s"), Ok(1200.0));
+        assert_eq!(parse_rate("30/m"), Ok(0.5));
+        assert_eq!(parse_rate("0.5/s"), Ok(0.5));
+        assert_eq!(parse_rate("0/s"), Err(SpecError::BadRate("0/s".into())));
+        assert_eq!(parse_rate("x/s"), Err(SpecError::BadRate("x".into())));
+        assert_eq!(parse_count("10k"), Ok(10_000));
+        assert_eq!(parse_count("2M"), Ok(2_000_000));
+        assert_eq!(parse_count("17"), Ok(17));
+        assert_eq!(parse_count("0"), Err(SpecError::BadKeyCount("0".into())));
+        assert_eq!(
+            parse_count("1.5k"),
+            Err(SpecError::BadKeyCount("1.5k".into()))
+        );
+        assert_eq!("exact".parse(), Ok(WindowSpec::Exact));
+        assert_eq!("buckets:12".parse(), Ok(WindowSpec::Buckets(12)));
+        assert_eq!(
+            "buckets:".parse::<WindowSpec>(),
+            Err(SpecError::BadWindow("buckets:".into()))
+        );
+        assert_eq!(WindowSpec::Buckets(12).to_string(), "buckets:12");
+    }
+
+    #[test]
+    fn durations_print_in_their_largest_unit() {
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
+        assert_eq!(format_duration(Duration::from_secs(7200)), "2h");
+        assert_eq!(format_duration(Duration::from_secs(90)), "90s");
+        assert_eq!(format_duration(Duration::from_nanos(1)), "1ns");
+    }
+}
