@@ -9,6 +9,8 @@ bash ci/redis.sh
 
 start=$(date +%s)
 cargo test --workspace --locked
+# The core's waiting (feature `tokio`): its unit, integration (paused clock) and doc tests.
+cargo test -p slidelimit --features tokio --locked -- wait
 # The Redis crate's async limiter, behind its `tokio` feature.
 cargo test -p slidelimit-redis --features tokio --locked --test it -- asynchronous
 echo "cargo test: $(( $(date +%s) - start )) s"

@@ -277,14 +277,17 @@ where
         self.wait(key, 1, Some(deadline)).await
     }
 
-    /// [`AsyncLimiter::until_ready_n`], admitted by `deadline` or not at all: the hits are
-    /// recorded at an instant no later than `deadline` (jitter is cut short there).
+    /// [`AsyncLimiter::until_ready_n`], admitted by `deadline` or not at all: no sleep
+    /// reaches past `deadline` (jitter is cut short there), so the last attempt is made when
+    /// the timer fires for it (tokio's timers fire at or after their instant, to the
+    /// millisecond).
     ///
     /// # Errors
     /// Those of [`AsyncLimiter::until_ready_n`], and [`WaitError::DeadlineExceeded`] as
-    /// soon as it is known that the request cannot be admitted by `deadline` (the key's
-    /// first tick with room lies after it: returned without sleeping), or when `deadline`
-    /// passes while the caller is queued behind other waiters. Nothing is recorded then.
+    /// soon as it is known that the request cannot be admitted by `deadline`: at once if
+    /// `deadline` has passed or the key's first tick with room lies after it (without
+    /// sleeping), or when `deadline` passes while the caller is queued behind other
+    /// waiters. Nothing is recorded then.
     pub async fn until_ready_n_by(
         &self,
         key: &K,
@@ -295,6 +298,9 @@ where
     }
 
     async fn wait(&self, key: &K, n: u64, deadline: Option<Instant>) -> Result<(), WaitError> {
+        if deadline.is_some_and(|deadline| Instant::now() > deadline) {
+            return Err(WaitError::DeadlineExceeded);
+        }
         // No one waits on the key: taking its room now overtakes no one.
         if !self.waiters.is_waited_on(key) && self.try_now(key, n)? {
             return Ok(());

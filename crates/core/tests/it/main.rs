@@ -21,3 +21,5 @@ mod seed_examples;
 mod stress;
 mod trace;
 mod variants;
+#[cfg(feature = "tokio")]
+mod wait;
