@@ -1,0 +1,408 @@
+//! Keys by the client's IP address: the connection's peer, or the address a trusted proxy
+//! wrote into `X-Forwarded-For` or `Forwarded` (RFC 7239).
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+use http::header::{HeaderMap, HeaderName, FORWARDED};
+use http::Request;
+
+use super::KeyExtractor;
+
+/// The connection's remote address, put in the request's extensions by the server.
+///
+/// axum does this itself (as its own `ConnectInfo`, which [`PeerIp`] reads with the crate's
+/// `axum` feature). With plain hyper, insert it for each connection, for example with
+/// `tower::ServiceBuilder::new().map_request(move |mut req: Request<_>| { req.extensions_mut()
+/// .insert(PeerAddr(addr)); req })` in front of the layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PeerAddr(pub SocketAddr);
+
+/// Keys by the client's IP address.
+///
+/// [`PeerIp::new`] reads the connection's remote address from the request's extensions: a
+/// [`PeerAddr`], or (with the crate's `axum` feature) axum's `ConnectInfo<SocketAddr>`, which
+/// `Router::into_make_service_with_connect_info::<SocketAddr>()` inserts. Without the feature
+/// an axum request has neither, so it has no key.
+///
+/// Behind reverse proxies the connection comes from the last proxy, so every client would
+/// share its address: [`PeerIp::x_forwarded_for`] and [`PeerIp::forwarded`] read the client's
+/// address from the header the proxies append to instead.
+///
+/// # Spoofing
+/// A client can send `X-Forwarded-For` or `Forwarded` itself, with any address in it, and so
+/// pick a fresh key for each request. These extractors therefore take the address that *your*
+/// proxies appended: with `trusted_proxies = n`, the `n`-th entry from the right (each proxy
+/// appends the address it got the request from, so entries a client forged stay on the left).
+/// That is only right when every request reaches the server through exactly `n` proxies that
+/// append to the header and the server cannot be reached around them; if clients can connect
+/// directly, the header is entirely theirs. A request with fewer than `n` entries, or whose
+/// entry is not an IP address (`unknown`, an obfuscated node), has no key.
+///
+/// IPv4-mapped IPv6 addresses (`::ffff:192.0.2.1`) count as their IPv4 address. One IPv6
+/// client often holds a whole `/64`: [`PeerIp::ipv6_prefix`] keys IPv6 clients by a prefix.
+///
+/// ```
+/// use std::net::{IpAddr, SocketAddr};
+/// use http::Request;
+/// use slidelimit_tower::key::{KeyExtractor, PeerAddr, PeerIp};
+///
+/// let mut request = Request::builder()
+///     .header("x-forwarded-for", "203.0.113.9, 198.51.100.7")
+///     .body(())?;
+/// request.extensions_mut().insert(PeerAddr("10.0.0.2:41000".parse::<SocketAddr>()?));
+///
+/// assert_eq!(PeerIp::new().extract(&request), Some("10.0.0.2".parse::<IpAddr>()?));
+/// // One proxy in front of the server: the entry it appended, the rightmost.
+/// assert_eq!(PeerIp::x_forwarded_for(1).extract(&request), Some("198.51.100.7".parse()?));
+/// // Two proxies: the first one appended the client's address, the second the first's.
+/// assert_eq!(PeerIp::x_forwarded_for(2).extract(&request), Some("203.0.113.9".parse()?));
+/// assert_eq!(PeerIp::x_forwarded_for(3).extract(&request), None, "not through 3 proxies");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerIp {
+    source: Source,
+    /// IPv6 addresses are cut to this many leading bits (128 keeps them whole).
+    ipv6_prefix_bits: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Source {
+    Connection,
+    XForwardedFor { trusted_proxies: usize },
+    Forwarded { trusted_proxies: usize },
+}
+
+impl PeerIp {
+    /// The connection's remote address (see the type's docs for where it is read from).
+    #[must_use]
+    pub const fn new() -> Self {
+        Self {
+            source: Source::Connection,
+            ipv6_prefix_bits: 128,
+        }
+    }
+
+    /// The `trusted_proxies`-th address from the right of the `X-Forwarded-For` header (its
+    /// lines joined in order). Read the type's "Spoofing" section first. With
+    /// `trusted_proxies = 0` the header is ignored and the connection's address is used.
+    #[must_use]
+    pub const fn x_forwarded_for(trusted_proxies: usize) -> Self {
+        Self::from_source(if trusted_proxies == 0 {
+            Source::Connection
+        } else {
+            Source::XForwardedFor { trusted_proxies }
+        })
+    }
+
+    /// The `for=` address of the `trusted_proxies`-th element from the right of the
+    /// `Forwarded` header (RFC 7239). Read the type's "Spoofing" section first. With
+    /// `trusted_proxies = 0` the header is ignored and the connection's address is used.
+    #[must_use]
+    pub const fn forwarded(trusted_proxies: usize) -> Self {
+        Self::from_source(if trusted_proxies == 0 {
+            Source::Connection
+        } else {
+            Source::Forwarded { trusted_proxies }
+        })
+    }
+
+    const fn from_source(source: Source) -> Self {
+        Self {
+            source,
+            ipv6_prefix_bits: 128,
+        }
+    }
+
+    /// Keys IPv6 clients by their first `bits` bits (64 is a common choice: one subscriber's
+    /// network); `bits` above 128 count as 128. IPv4 addresses stay whole.
+    ///
+    /// ```
+    /// use std::net::SocketAddr;
+    /// use http::Request;
+    /// use slidelimit_tower::key::{KeyExtractor, PeerAddr, PeerIp};
+    ///
+    /// let mut request = Request::new(());
+    /// request.extensions_mut().insert(PeerAddr("[2001:db8:1:2:aaaa::1]:443".parse::<SocketAddr>()?));
+    /// let key = PeerIp::new().ipv6_prefix(64).extract(&request);
+    /// assert_eq!(key, Some("2001:db8:1:2::".parse()?));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub const fn ipv6_prefix(mut self, bits: u8) -> Self {
+        self.ipv6_prefix_bits = if bits > 128 { 128 } else { bits };
+        self
+    }
+
+    /// The address as keyed: IPv4-mapped addresses as IPv4, IPv6 cut to the prefix.
+    fn normalize(&self, ip: IpAddr) -> IpAddr {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => IpAddr::V4(v4),
+            IpAddr::V6(v6) => {
+                let bits = u32::from(self.ipv6_prefix_bits);
+                // checked_shl: a shift by 128 (a /0 prefix) keeps nothing.
+                let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
+                IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
+            }
+        }
+    }
+}
+
+impl Default for PeerIp {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<B> KeyExtractor<B> for PeerIp {
+    type Key = IpAddr;
+
+    fn extract(&self, request: &Request<B>) -> Option<IpAddr> {
+        let ip = match self.source {
+            Source::Connection => connection_ip(request)?,
+            Source::XForwardedFor { trusted_proxies } => {
+                const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+                let entry = nth_from_right(request.headers(), &X_FORWARDED_FOR, trusted_proxies)?;
+                parse_node(entry)?
+            }
+            Source::Forwarded { trusted_proxies } => {
+                let element = nth_from_right(request.headers(), &FORWARDED, trusted_proxies)?;
+                parse_node(&forwarded_for(element)?)?
+            }
+        };
+        Some(self.normalize(ip))
+    }
+}
+
+/// The connection's remote IP, from the extensions the server filled in.
+fn connection_ip<B>(request: &Request<B>) -> Option<IpAddr> {
+    if let Some(PeerAddr(addr)) = request.extensions().get::<PeerAddr>() {
+        return Some(addr.ip());
+    }
+    #[cfg(feature = "axum")]
+    if let Some(axum::extract::ConnectInfo(addr)) = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+    {
+        return Some(addr.ip());
+    }
+    None
+}
+
+/// The `n`-th (from 1) comma-separated entry from the right of every line of header `name`
+/// joined in order, trimmed. Commas inside quoted strings do not separate (they cannot occur
+/// in a valid node, but a malformed one must not shift the count). A line that is not visible
+/// ASCII makes the whole header untrustworthy: `None`.
+fn nth_from_right<'a>(headers: &'a HeaderMap, name: &HeaderName, n: usize) -> Option<&'a str> {
+    let mut entries = Vec::new();
+    for line in headers.get_all(name) {
+        entries.extend(split_unquoted(line.to_str().ok()?, ',').map(str::trim));
+    }
+    let index = entries.len().checked_sub(n)?;
+    entries.get(index).copied()
+}
+
+/// `text` split at each `separator` outside a quoted string (backslash escapes honoured).
+fn split_unquoted(text: &str, separator: char) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        let (mut quoted, mut escaped) = (false, false);
+        for (i, c) in current.char_indices() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' if quoted => escaped = true,
+                '"' => quoted = !quoted,
+                c if c == separator && !quoted => {
+                    rest = Some(&current[i + c.len_utf8()..]);
+                    return Some(&current[..i]);
+                }
+                _ => {}
+            }
+        }
+        rest = None;
+        Some(current)
+    })
+}
+
+/// The `for=` node of one `Forwarded` element (`for=...;proto=...;by=...`), unquoted.
+fn forwarded_for(element: &str) -> Option<String> {
+    let value = split_unquoted(element, ';').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        key.trim().eq_ignore_ascii_case("for").then(|| value.trim())
+    })?;
+    match value.strip_prefix('"') {
+        Some(quoted) => {
+            let inner = quoted.strip_suffix('"')?;
+            let mut out = String::with_capacity(inner.len());
+            let mut chars = inner.chars();
+            while let Some(c) = chars.next() {
+                out.push(if c == '\\' { chars.next()? } else { c });
+            }
+            Some(out)
+        }
+        None => Some(value.to_owned()),
+    }
+}
+
+/// An address as proxies write it: `192.0.2.1`, `192.0.2.1:8080`, `2001:db8::1`,
+/// `[2001:db8::1]` or `[2001:db8::1]:8080`. Anything else (`unknown`, an obfuscated `_node`)
+/// is not an address.
+fn parse_node(node: &str) -> Option<IpAddr> {
+    if let Ok(ip) = node.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Some(bracketed) = node.strip_prefix('[') {
+        let (v6, after) = bracketed.split_once(']')?;
+        let port_ok = after.is_empty() || after.strip_prefix(':').is_some_and(is_port);
+        return port_ok
+            .then(|| v6.parse::<Ipv6Addr>().ok().map(IpAddr::V6))
+            .flatten();
+    }
+    let (v4, port) = node.split_once(':')?;
+    if !is_port(port) {
+        return None;
+    }
+    v4.parse::<Ipv4Addr>().ok().map(IpAddr::V4)
+}
+
+/// A port as RFC 7239 allows one: decimal digits (or an obfuscated `_port`, which names no
+/// port but does not invalidate the address).
+fn is_port(port: &str) -> bool {
+    !port.is_empty()
+        && (port.bytes().all(|b| b.is_ascii_digit())
+            || (port.starts_with('_')
+                && port[1..]
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    fn request(headers: &[(&str, &str)], peer: Option<&str>) -> Request<()> {
+        let mut builder = Request::builder();
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        let mut request = builder.body(()).unwrap();
+        if let Some(peer) = peer {
+            request
+                .extensions_mut()
+                .insert(PeerAddr(peer.parse().unwrap()));
+        }
+        request
+    }
+
+    #[test]
+    fn nodes_in_every_written_form() {
+        assert_eq!(parse_node("192.0.2.1"), Some(ip("192.0.2.1")));
+        assert_eq!(parse_node("192.0.2.1:8080"), Some(ip("192.0.2.1")));
+        assert_eq!(parse_node("2001:db8::1"), Some(ip("2001:db8::1")));
+        assert_eq!(parse_node("[2001:db8::1]"), Some(ip("2001:db8::1")));
+        assert_eq!(parse_node("[2001:db8::1]:443"), Some(ip("2001:db8::1")));
+        assert_eq!(parse_node("[2001:db8::1]:_p1"), Some(ip("2001:db8::1")));
+        assert_eq!(parse_node("unknown"), None);
+        assert_eq!(parse_node("_hidden"), None);
+        assert_eq!(parse_node("[2001:db8::1]x"), None);
+        assert_eq!(parse_node("192.0.2.1:"), None);
+        assert_eq!(parse_node("192.0.2.1:80:80"), None);
+        assert_eq!(parse_node(""), None);
+    }
+
+    #[test]
+    fn x_forwarded_for_counts_from_the_right_across_lines() {
+        let r = request(
+            &[
+                ("x-forwarded-for", "1.1.1.1, 2.2.2.2"),
+                ("x-forwarded-for", "3.3.3.3"),
+            ],
+            None,
+        );
+        assert_eq!(PeerIp::x_forwarded_for(1).extract(&r), Some(ip("3.3.3.3")));
+        assert_eq!(PeerIp::x_forwarded_for(2).extract(&r), Some(ip("2.2.2.2")));
+        assert_eq!(PeerIp::x_forwarded_for(3).extract(&r), Some(ip("1.1.1.1")));
+        assert_eq!(PeerIp::x_forwarded_for(4).extract(&r), None);
+        assert_eq!(PeerIp::forwarded(1).extract(&r), None, "the other header");
+    }
+
+    #[test]
+    fn a_forged_entry_on_the_left_does_not_move_the_key() {
+        // The client sent "X-Forwarded-For: 9.9.9.9"; our one proxy appended its peer.
+        let r = request(&[("x-forwarded-for", "9.9.9.9,5.5.5.5")], None);
+        assert_eq!(PeerIp::x_forwarded_for(1).extract(&r), Some(ip("5.5.5.5")));
+    }
+
+    #[test]
+    fn forwarded_elements_and_quoting() {
+        let r = request(
+            &[(
+                "forwarded",
+                r#"for=192.0.2.43;proto=https, For="[2001:db8:cafe::17]:4711";by=_p, for=unknown"#,
+            )],
+            None,
+        );
+        assert_eq!(PeerIp::forwarded(1).extract(&r), None, "unknown is no IP");
+        assert_eq!(
+            PeerIp::forwarded(2).extract(&r),
+            Some(ip("2001:db8:cafe::17"))
+        );
+        assert_eq!(PeerIp::forwarded(3).extract(&r), Some(ip("192.0.2.43")));
+        let r = request(&[("forwarded", "proto=http;by=203.0.113.1")], None);
+        assert_eq!(PeerIp::forwarded(1).extract(&r), None, "no for= pair");
+        // A comma inside a quoted value does not split the element.
+        let r = request(&[("forwarded", r#"for="1.2.3.4", for="x,y""#)], None);
+        assert_eq!(PeerIp::forwarded(2).extract(&r), Some(ip("1.2.3.4")));
+    }
+
+    #[test]
+    fn connection_address_and_zero_proxies() {
+        let r = request(&[("x-forwarded-for", "1.1.1.1")], Some("10.1.2.3:9"));
+        assert_eq!(PeerIp::new().extract(&r), Some(ip("10.1.2.3")));
+        assert_eq!(PeerIp::x_forwarded_for(0).extract(&r), Some(ip("10.1.2.3")));
+        assert_eq!(PeerIp::forwarded(0).extract(&r), Some(ip("10.1.2.3")));
+        assert_eq!(PeerIp::new().extract(&request(&[], None)), None);
+    }
+
+    #[test]
+    fn mapped_ipv4_and_ipv6_prefixes() {
+        let r = request(&[], Some("[::ffff:192.0.2.7]:80"));
+        assert_eq!(
+            PeerIp::new().ipv6_prefix(64).extract(&r),
+            Some(ip("192.0.2.7"))
+        );
+        let r = request(&[], Some("[2001:db8:aa:bbcc:cc:dd:ee:ff]:80"));
+        assert_eq!(
+            PeerIp::new().extract(&r),
+            Some(ip("2001:db8:aa:bbcc:cc:dd:ee:ff"))
+        );
+        assert_eq!(
+            PeerIp::new().ipv6_prefix(56).extract(&r),
+            Some(ip("2001:db8:aa:bb00::"))
+        );
+        assert_eq!(
+            PeerIp::new().ipv6_prefix(0).extract(&r),
+            Some(ip("::")),
+            "/0: one key for all of IPv6"
+        );
+        assert_eq!(
+            PeerIp::new().ipv6_prefix(200).extract(&r),
+            PeerIp::new().extract(&r)
+        );
+    }
+
+    #[test]
+    fn a_header_that_is_not_visible_ascii_is_not_trusted() {
+        let mut r = request(&[("x-forwarded-for", "1.1.1.1")], None);
+        r.headers_mut().append(
+            "x-forwarded-for",
+            http::HeaderValue::from_bytes(b"2.2.2.2\xff").unwrap(),
+        );
+        assert_eq!(PeerIp::x_forwarded_for(2).extract(&r), None);
+    }
+}

@@ -1,0 +1,172 @@
+//! [`RateLimitLayer`]: the configuration, and the [`Layer`] that wraps a service in
+//! [`RateLimit`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::StatusCode;
+use slidelimit::{Clock, LimitError, MonotonicClock};
+use tower_layer::Layer;
+
+use crate::{PolicyName, RateLimit};
+
+/// What the layer does with a request its key extractor finds no key in.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MissingKey {
+    /// Answer with this status and a short plain-text body, without calling the service.
+    /// The default, with `400 Bad Request`: a request without a key is never served unlimited
+    /// unless you say so.
+    Reject(StatusCode),
+    /// Serve the request without limiting it (and without rate-limit headers). Only safe when
+    /// a client cannot choose to send no key: when "no key" means "not limited by this layer",
+    /// as for a closure that keys only some routes.
+    Allow,
+}
+
+impl Default for MissingKey {
+    fn default() -> Self {
+        Self::Reject(StatusCode::BAD_REQUEST)
+    }
+}
+
+/// The settings every service of one layer shares.
+#[derive(Clone)]
+pub(crate) struct Config {
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The length of one of `clock`'s ticks (the limiter's unit), never zero.
+    pub(crate) tick: Duration,
+    pub(crate) policy: PolicyName,
+    /// Whether admitted responses carry `RateLimit` and `RateLimit-Policy`.
+    pub(crate) informational: bool,
+    pub(crate) missing_key: MissingKey,
+}
+
+/// A [`Layer`] that limits each request by the key `E` extracts from it, with the limiter `L`
+/// shared by every service the layer makes.
+///
+/// Defaults: a [`MonotonicClock`] with 1 ns ticks (so the limiter's `Limit` is in nanoseconds:
+/// `Limit::per_minute(100, Duration::from_nanos(1))`), the policy name `"default"`,
+/// informational headers on admitted responses, and [`MissingKey::Reject`] with 400.
+///
+/// The policy the headers report is the limiter's default limit ([`RateLimiter::limit`],
+/// read on every request, so a `set_limit` shows at once); limits set for single keys are not
+/// reflected in `q` and `w`, though `r` and `t` come from the key's own window.
+///
+/// [`RateLimiter::limit`]: slidelimit::RateLimiter::limit
+pub struct RateLimitLayer<L: ?Sized, E> {
+    limiter: Arc<L>,
+    extractor: E,
+    config: Arc<Config>,
+}
+
+impl<L: ?Sized, E> RateLimitLayer<L, E> {
+    /// Limits requests by `extractor`'s key with `limiter`, whose ticks are nanoseconds of a
+    /// [`MonotonicClock`] (see [`RateLimitLayer::with_clock`] for another unit).
+    pub fn new(limiter: Arc<L>, extractor: E) -> Self {
+        Self {
+            limiter,
+            extractor,
+            config: Arc::new(Config {
+                clock: Arc::new(MonotonicClock::new()),
+                tick: Duration::from_nanos(1),
+                policy: PolicyName::default(),
+                informational: true,
+                missing_key: MissingKey::default(),
+            }),
+        }
+    }
+
+    /// Takes `now` from `clock`, whose ticks last `tick` (the unit of the limiter's `Limit`,
+    /// used to turn windows and waits into seconds). The clock is shared, so the caller may
+    /// keep a handle (a [`ManualClock`](slidelimit::ManualClock) to move in tests).
+    ///
+    /// # Errors
+    /// [`LimitError::ZeroTick`] for a zero `tick`.
+    pub fn with_clock<C: Clock + 'static>(
+        mut self,
+        clock: Arc<C>,
+        tick: Duration,
+    ) -> Result<Self, LimitError> {
+        if tick.is_zero() {
+            return Err(LimitError::ZeroTick);
+        }
+        let config = Arc::make_mut(&mut self.config);
+        config.clock = clock;
+        config.tick = tick;
+        Ok(self)
+    }
+
+    /// The name both headers give the policy (`"default"` unless set). Give each layer its
+    /// own name when several limit the same response: their fields are appended side by side.
+    #[must_use]
+    pub fn policy_name(mut self, name: PolicyName) -> Self {
+        Arc::make_mut(&mut self.config).policy = name;
+        self
+    }
+
+    /// Whether admitted responses carry the informational `RateLimit` and `RateLimit-Policy`
+    /// fields (on by default). Refusals always carry them, with `Retry-After`.
+    #[must_use]
+    pub fn informational_headers(mut self, on: bool) -> Self {
+        Arc::make_mut(&mut self.config).informational = on;
+        self
+    }
+
+    /// What to do with a request that has no key (see [`MissingKey`]).
+    #[must_use]
+    pub fn on_missing_key(mut self, policy: MissingKey) -> Self {
+        Arc::make_mut(&mut self.config).missing_key = policy;
+        self
+    }
+
+    /// The shared limiter.
+    #[must_use]
+    pub fn limiter(&self) -> &Arc<L> {
+        &self.limiter
+    }
+}
+
+impl<S, L: ?Sized, E: Clone> Layer<S> for RateLimitLayer<L, E> {
+    type Service = RateLimit<S, L, E>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        RateLimit::from_parts(
+            inner,
+            Arc::clone(&self.limiter),
+            self.extractor.clone(),
+            Arc::clone(&self.config),
+        )
+    }
+}
+
+impl<L: ?Sized, E: Clone> Clone for RateLimitLayer<L, E> {
+    fn clone(&self) -> Self {
+        Self {
+            limiter: Arc::clone(&self.limiter),
+            extractor: self.extractor.clone(),
+            config: Arc::clone(&self.config),
+        }
+    }
+}
+
+impl<L: ?Sized, E: fmt::Debug> fmt::Debug for RateLimitLayer<L, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimitLayer")
+            .field("extractor", &self.extractor)
+            .field("config", &*self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("tick", &self.tick)
+            .field("policy", &self.policy.as_str())
+            .field("informational", &self.informational)
+            .field("missing_key", &self.missing_key)
+            .finish_non_exhaustive()
+    }
+}
