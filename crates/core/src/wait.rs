@@ -67,10 +67,11 @@
 //!
 //! # Implementation
 //! [`AsyncLimiter`] holds the limiter (in an `Arc`, so it can be shared with synchronous
-//! callers), a [`WaitClock`], the optional jitter and the waiter map: a std mutex around a
-//! map from key to queue, touched once on a call that has to wait and once when it leaves,
-//! never across an await. A call on a key without waiters does not register: it takes the
-//! map's lock once to see that, then calls the limiter, and returns at once if admitted.
+//! callers), a [`WaitClock`], the optional jitter and the waiter map: 32 maps from key to
+//! queue, each behind a std mutex and chosen by the key's hash, touched once when a call
+//! starts to wait and once when it leaves, never across an await. A call on a key without
+//! waiters does not register: it looks the key up once (under its part's lock) to see
+//! that, then calls the limiter, and returns at once if admitted.
 
 mod clock;
 mod jitter;

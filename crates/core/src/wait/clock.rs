@@ -122,8 +122,26 @@ fn duration_from_nanos(nanos: u128) -> Option<Duration> {
 
 #[cfg(test)]
 mod tests {
-    use super::duration_from_nanos;
+    use super::{duration_from_nanos, WaitClock};
+    use crate::{Clock, MonotonicClock};
     use std::time::Duration;
+    use tokio::time::Instant;
+
+    #[test]
+    fn a_monotonic_clocks_instants_are_never_early_and_at_most_the_ticks_ahead() {
+        let clock = MonotonicClock::new();
+        let past = clock.now_ticks();
+        assert!(
+            clock.instant_at(past) <= Instant::now(),
+            "a tick already read is now"
+        );
+        let ahead = clock.now_ticks() + 1_000_000_000;
+        let at = clock.instant_at(ahead);
+        // `at` is tokio's now plus the ticks still to go, read after the tick: no more
+        // than a second from any later now.
+        assert!(at.saturating_duration_since(Instant::now()) <= Duration::from_secs(1));
+        assert!(clock.instant_at(u64::MAX) > Instant::now() + Duration::from_secs(86_400));
+    }
 
     #[test]
     fn nanos_convert_exactly_or_not_at_all() {
