@@ -166,7 +166,12 @@ pub struct SimulateArgs {
     pub keys: u64,
 
     /// The Zipf exponent of key popularity; 0 draws keys uniformly.
-    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     pub zipf: f64,
 
     /// How long the workload runs.

@@ -1,0 +1,90 @@
+//! `--help` on every command, and the usage errors scripts rely on (exit code 2).
+
+use predicates::prelude::*;
+
+use crate::slidelimit;
+
+#[test]
+fn every_command_has_help_with_the_exit_codes() {
+    for command in [&[][..], &["replay"][..], &["simulate"][..]] {
+        slidelimit()
+            .args(command)
+            .arg("--help")
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("Usage: slidelimit"))
+            .stdout(predicate::str::contains("Exit codes:"))
+            .stdout(predicate::str::contains("3  finished with --keep-going"));
+    }
+    slidelimit()
+        .args(["replay", "--help"])
+        .assert()
+        .stdout(predicate::str::contains("--keep-going"))
+        .stdout(predicate::str::contains("timestamp,key[,weight]"))
+        .stdout(predicate::str::contains("N/DURATION"));
+    slidelimit()
+        .args(["simulate", "--help"])
+        .assert()
+        .stdout(predicate::str::contains("--zipf <S>"))
+        .stdout(predicate::str::contains("Poisson"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["replay", "t.csv", "--limit", "100"], "has no `/`"),
+        (
+            &["replay", "t.csv", "--limit", "100/1.5s"],
+            "is not a whole number",
+        ),
+        (
+            &["replay", "t.csv", "--limit", "3/s", "--window", "bucket:3"],
+            "unknown window",
+        ),
+        (
+            &["replay", "t.csv", "--limit", "3/s", "--variant", "spinlock"],
+            "invalid value 'spinlock'",
+        ),
+        (&["replay", "t.csv"], "--limit <LIMIT>"),
+        (
+            &["replay", "t.csv", "--limit", "0/1s"],
+            "max_requests must be at least 1",
+        ),
+        (
+            &[
+                "replay",
+                "t.csv",
+                "--limit",
+                "3/10ms",
+                "--window",
+                "buckets:11",
+            ],
+            "narrower than a tick",
+        ),
+        (
+            &["simulate", "--rate", "0/s", "--limit", "1/s"],
+            "must be a positive, finite number",
+        ),
+        (
+            &[
+                "simulate", "--rate", "5/s", "--limit", "1/s", "--zipf", "-1",
+            ],
+            "the exponent must be 0",
+        ),
+        (
+            &[
+                "simulate", "--rate", "5/s", "--limit", "1/s", "--burst", "0",
+            ],
+            "--burst",
+        ),
+        (&["frobnicate"], "unrecognized subcommand"),
+    ];
+    for (args, message) in cases {
+        slidelimit()
+            .args(*args)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains(*message));
+    }
+}
