@@ -170,3 +170,54 @@ impl fmt::Debug for Config {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use slidelimit::{Limit, LockFreeLimiter, ManualClock};
+
+    fn layer() -> RateLimitLayer<LockFreeLimiter<String>, crate::Path> {
+        let limiter = LockFreeLimiter::new(Limit::new(1, 10).unwrap());
+        RateLimitLayer::new(Arc::new(limiter), crate::Path)
+    }
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let config = &layer().config;
+        assert_eq!(config.tick, Duration::from_nanos(1));
+        assert_eq!(config.policy, PolicyName::default());
+        assert!(config.informational);
+        assert_eq!(
+            config.missing_key,
+            MissingKey::Reject(StatusCode::BAD_REQUEST)
+        );
+    }
+
+    #[test]
+    fn a_zero_tick_is_refused() {
+        let clock = Arc::new(ManualClock::new(0));
+        assert!(matches!(
+            layer().with_clock(Arc::clone(&clock), Duration::ZERO),
+            Err(LimitError::ZeroTick)
+        ));
+        let layer = layer().with_clock(clock, Duration::from_millis(1)).unwrap();
+        assert_eq!(layer.config.tick, Duration::from_millis(1));
+    }
+
+    #[test]
+    fn settings_do_not_leak_into_clones_made_before() {
+        let before = layer();
+        let after = before
+            .clone()
+            .informational_headers(false)
+            .on_missing_key(MissingKey::Allow);
+        assert!(before.config.informational);
+        assert_eq!(before.config.missing_key, MissingKey::default());
+        assert!(!after.config.informational);
+        assert_eq!(after.config.missing_key, MissingKey::Allow);
+        assert!(
+            Arc::ptr_eq(before.limiter(), after.limiter()),
+            "one limiter"
+        );
+    }
+}

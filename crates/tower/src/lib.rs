@@ -92,8 +92,8 @@
 //!
 //! # Headers
 //!
-//! The fields follow draft-ietf-httpapi-ratelimit-headers (draft 10), as structured fields
-//! (RFC 9651):
+//! The fields follow draft-ietf-httpapi-ratelimit-headers in its structured-field form (RFC
+//! 9651), as in draft 10 and the working group's text since (the draft may still change):
 //! - `RateLimit-Policy: "<name>";q=<max_requests>;w=<window in seconds>`, on refusals and,
 //!   unless [`RateLimitLayer::informational_headers`] turns them off, on admitted responses;
 //! - `RateLimit: "<name>";r=<remaining>;t=<seconds>` beside it: `r` is what the key has left
@@ -102,6 +102,10 @@
 //!   next unit when its oldest hit leaves, which the limiter's `status` does not report, and the
 //!   draft makes `t` optional: it is left out rather than guessed;
 //! - `Retry-After: <seconds>` on 429s, equal to `t`.
+//!
+//! `t` is the limiter's own wait (`Status::retry_after_ticks`): at most the window for the
+//! exact log; with the rolling buckets a hit counts until its whole bucket has left the window,
+//! so `t` can exceed `w` by up to two buckets.
 //!
 //! Every duration is whole seconds rounded **up** (a window of 1.5 s is `w=2`, a wait of 1 ns is
 //! `t=1`), and a refusal's wait is at least 1 s, so a client that waits what it is told is never
