@@ -76,6 +76,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! **Waiting instead of refusing** (feature `tokio`): `slidelimit::wait::AsyncLimiter` wraps
+//! any limiter; `until_ready(&key).await` sleeps until the key has room, then takes it, with
+//! waiters on one key served in arrival order and nothing recorded by a dropped future.
+//!
 //! **A pool of API keys**, each usable `X` times per cooldown ([`pool`]):
 //!
 //! ```
@@ -87,6 +91,11 @@
 //! assert_eq!(pool.get_next_key(2), None, "both used within the cooldown");
 //! # Ok::<(), slidelimit::PoolError>(())
 //! ```
+//!
+//! **HTTP, many processes, the command line**: the workspace's `slidelimit-tower` crate is a
+//! `tower` layer (axum, hyper) answering 429 with `Retry-After` and the `RateLimit` fields;
+//! `slidelimit-redis` keeps one limit across processes in Redis; `slidelimit-cli` replays
+//! traces and simulates workloads through any variant.
 //!
 //! **Another guard**: every variant implements [`RateLimiter`], so code written against the
 //! trait takes the global-mutex, per-key-lock or `RwLock` limiter of the sibling crates
