@@ -45,7 +45,8 @@ macro_rules! exit_codes {
 pub const AFTER_HELP: &str = concat!(grammar!(), "\n\n", exit_codes!());
 
 /// Sliding-window rate limiting from the command line: replay a trace through any limiter
-/// variant, or simulate a workload against a limit, before deploying it.
+/// variant, simulate a workload against candidate limits before deploying one, or run the
+/// comparison benchmark.
 #[derive(Debug, Parser)]
 #[command(name = "slidelimit", version, after_long_help = AFTER_HELP)]
 pub struct Cli {
@@ -68,6 +69,22 @@ pub enum Command {
     /// Generate a workload and report what one or more limits would do to it.
     #[command(long_about = SIMULATE_ABOUT, after_long_help = AFTER_HELP)]
     Simulate(SimulateArgs),
+    /// Run the comparison benchmark of every variant and peer (`slidelimit bench --help`
+    /// lists its flags; build with --release for figures worth reading).
+    #[command(disable_help_flag = true)]
+    Bench(BenchArgs),
+}
+
+/// `slidelimit bench`: every argument goes to the comparison runner, `--help` included.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The runner's flags (see `slidelimit bench --help`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub args: Vec<String>,
 }
 
 const REPLAY_ABOUT: &str = "\

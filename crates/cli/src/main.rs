@@ -1,6 +1,7 @@
 //! `slidelimit`, the command line of the slidelimit rate limiters: replay a trace through any
 //! limiter variant and window (`replay`, with `--compare` against rolling buckets and
-//! governor), and simulate a workload against candidate limits (`simulate`).
+//! governor), simulate a workload against candidate limits (`simulate`), and run the
+//! comparison benchmark (`bench`, the runner of `slidelimit-bench`).
 //!
 //! Every command is written once over the `RateLimiter` trait: the variant and window are
 //! chosen when the limiter is built (`variant.rs`), and nothing after depends on which.
@@ -27,15 +28,26 @@ use clap::{CommandFactory as _, Parser as _};
 use crate::cli::{Cli, Command};
 use crate::outcome::{Done, Failure};
 
+// The runner's heap-per-key figures read this allocator (two atomic adds per allocation;
+// the commands' reports do not notice).
+slidelimit_bench::counting_allocator!();
+
 /// How many skipped lines are listed on stderr before the rest are only counted.
 const LISTED_FAULTS: usize = 20;
 
 fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    // The benchmark measures memory in children started as this executable with the runner's
+    // own flag: serve them before anything reads the command line as ours.
+    if let Some(code) = slidelimit_bench::runner::child_entry(&argv) {
+        return code;
+    }
     let cli = Cli::parse();
     let allow_progress = progress::allowed(cli.quiet);
     let result = match &cli.command {
         Command::Replay(args) => replay::run(args, allow_progress),
         Command::Simulate(args) => simulate::run(args, allow_progress),
+        Command::Bench(args) => return bench(&args.args),
     };
     match result {
         Ok((report, done)) => {
@@ -79,4 +91,13 @@ fn main() -> ExitCode {
             failure.exit_code()
         }
     }
+}
+
+/// `slidelimit bench ARGS...`: the comparison runner, as `cargo run -p slidelimit-bench -- ARGS`
+/// runs it (it warns about a debug build itself); its exit codes are the same as ours (0, 1
+/// for a failed run, 2 for bad flags).
+fn bench(args: &[String]) -> ExitCode {
+    slidelimit_bench::runner::run_cli(
+        std::iter::once("slidelimit bench".to_owned()).chain(args.iter().cloned()),
+    )
 }

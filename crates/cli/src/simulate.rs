@@ -396,7 +396,7 @@ mod tests {
         let cli = crate::cli::Cli::parse_from(line.split_whitespace());
         match cli.command {
             crate::cli::Command::Simulate(args) => args,
-            crate::cli::Command::Replay(_) => unreachable!("a simulate line"),
+            _ => unreachable!("a simulate line"),
         }
     }
 

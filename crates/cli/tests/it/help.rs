@@ -30,6 +30,27 @@ fn every_command_has_help_with_the_exit_codes() {
 }
 
 #[test]
+fn bench_forwards_its_arguments_to_the_comparison_runner() {
+    slidelimit()
+        .args(["bench", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Usage: slidelimit bench"))
+        .stdout(predicate::str::contains("--skip-memory"));
+    slidelimit()
+        .args(["bench", "--list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("per-key-lock"))
+        .stdout(predicate::str::contains("hot-allowed"));
+    slidelimit()
+        .args(["bench", "--threads", "0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--threads"));
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let cases: &[(&[&str], &str)] = &[
         (&["replay", "t.csv", "--limit", "100"], "has no `/`"),
