@@ -27,6 +27,7 @@ pub mod clock;
 pub mod drive;
 pub mod floor;
 pub mod peers;
+pub mod plot;
 pub mod pool_cells;
 pub mod provenance;
 pub mod rng;

@@ -272,12 +272,12 @@ fn write_files(report: &Report, out: &Path) -> Result<usize, String> {
     let mut svgs = Vec::new();
     for w in &report.workloads {
         let name = format!("throughput-{}.svg", w.name);
-        write(&name, &svg::throughput(report, w.name))?;
+        write(&name, &svg::throughput(report, w.name)?)?;
         svgs.push(name);
     }
     for v in &report.variants {
         let name = format!("latency-{}.svg", v.name);
-        write(&name, &svg::latency(report, v.name))?;
+        write(&name, &svg::latency(report, v.name)?)?;
         svgs.push(name);
     }
     write("comparison.md", &report::markdown(report, &svgs))?;

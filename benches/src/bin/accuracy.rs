@@ -31,6 +31,7 @@ use std::time::Instant;
 use serde::Serialize;
 use slidelimit::raw::{Algorithm, SequentialWindow};
 use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RollingBuckets};
+use slidelimit_bench::plot::{self, Line, Panel, PALETTE};
 use slidelimit_bench::provenance::{cpu_model, git_commit};
 use slidelimit_bench::rng::SplitMix64;
 use slidelimit_bench::zipf::Zipf;
@@ -326,123 +327,55 @@ fn markdown(report: &Report) -> String {
     md
 }
 
-/// A line chart: false-negative fraction against B, one line per trace.
-fn svg(report: &Report) -> String {
-    let (width, height) = (720.0, 420.0);
-    let (left, right, top, bottom) = (70.0, 150.0, 40.0, 60.0);
-    let plot_w = width - left - right;
-    let plot_h = height - top - bottom;
-    let max_fn = report
-        .rows
+/// A line chart: false-negative fraction (%) against B, one line per trace.
+fn svg(report: &Report) -> Result<String, String> {
+    let x: Vec<String> = BUCKET_COUNTS.iter().map(u64::to_string).collect();
+    let lines: Vec<Line> = report
+        .exact
         .iter()
-        .map(|r| r.false_negative_fraction)
-        .fold(0.0f64, f64::max);
-    // A round top for the y axis, in percent.
-    let top_percent = [0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
-        .into_iter()
-        .find(|&p| p >= 100.0 * max_fn)
-        .unwrap_or(100.0);
-    let x_of = |i: usize| left + plot_w * (i as f64 + 0.5) / BUCKET_COUNTS.len() as f64;
-    let y_of = |fraction: f64| top + plot_h * (1.0 - 100.0 * fraction / top_percent);
-    let colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="22" font-size="15" text-anchor="middle">Rolling buckets: false negatives vs the exact log (limit {} per {} ms)</text>"#,
-        width / 2.0,
-        report.max_requests,
-        report.window_ticks
-    );
-    for step in 0..=5 {
-        let p = top_percent * step as f64 / 5.0;
-        let y = y_of(p / 100.0);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{left}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{p:.1} %</text>"##,
-            left + plot_w,
-            left - 6.0,
-            y + 4.0
-        );
-    }
-    for (i, b) in BUCKET_COUNTS.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{b}</text>"#,
-            x_of(i),
-            top + plot_h + 18.0
-        );
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">buckets B (lateness 1)</text>"#,
-        left + plot_w / 2.0,
-        height - 15.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text transform="translate(18 {:.1}) rotate(-90)" text-anchor="middle">false negatives, % of requests</text>"#,
-        top + plot_h / 2.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<line x1="{left}" y1="{top}" x2="{left}" y2="{:.1}" stroke="black"/><line x1="{left}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="black"/>"#,
-        top + plot_h,
-        top + plot_h,
-        left + plot_w,
-        top + plot_h
-    );
-    for (k, exact) in report.exact.iter().enumerate() {
-        let color = colors[k % colors.len()];
-        let points: Vec<(f64, f64)> = report
-            .rows
-            .iter()
-            .filter(|r| r.trace == exact.trace)
-            .enumerate()
-            .map(|(i, r)| (x_of(i), y_of(r.false_negative_fraction)))
-            .collect();
-        let path: Vec<String> = points
-            .iter()
-            .map(|(x, y)| format!("{x:.1},{y:.1}"))
-            .collect();
-        let _ = writeln!(
-            s,
-            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
-            path.join(" ")
-        );
-        for (x, y) in &points {
-            let _ = writeln!(
-                s,
-                r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{color}"/>"#
-            );
-        }
-        let ly = top + 20.0 + 20.0 * k as f64;
-        let lx = left + plot_w + 20.0;
-        let _ = writeln!(
-            s,
-            r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            lx + 20.0,
-            lx + 26.0,
-            ly + 4.0,
-            exact.trace
-        );
-    }
-    let (x, y) = (
-        left + plot_w + 20.0,
-        top + 30.0 + 20.0 * report.exact.len() as f64,
-    );
+        .enumerate()
+        .map(|(k, exact)| {
+            let points = report
+                .rows
+                .iter()
+                .filter(|r| r.trace == exact.trace)
+                .enumerate()
+                .map(|(i, r)| (i, 100.0 * r.false_negative_fraction))
+                .collect();
+            Line {
+                marker: 4,
+                ..Line::new(exact.trace, PALETTE[[0, 1, 2, 4][k % 4]], points)
+            }
+        })
+        .collect();
+    let max = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.5, f64::max);
     let false_positives: u64 = report.rows.iter().map(|r| r.false_positives).sum();
-    let _ = writeln!(
-        s,
-        r##"<text x="{x:.1}" y="{y:.1}" fill="#555">false positives: {false_positives}</text><text x="{x:.1}" y="{:.1}" fill="#555">(must be 0)</text>"##,
-        y + 16.0
+    let title = format!(
+        "Rolling buckets: false negatives vs the exact log (limit {} per {} ms)",
+        report.max_requests, report.window_ticks
     );
-    s.push_str("</svg>\n");
-    s
+    plot::svg((720, 420), &title, &[], |area| {
+        let (chart, side) = area.split_horizontally(580);
+        Panel {
+            caption: "",
+            x: &x,
+            x_desc: "buckets B (lateness 1)",
+            y_desc: "false negatives, % of requests",
+            lines: &lines,
+        }
+        .draw_linear(&chart, 0.0..max * 1.08)?;
+        plot::legend(&side, &lines, (10, 20), (0, 20))?;
+        let y = 30 + 20 * lines.len() as i32;
+        plot::note(
+            &side,
+            &format!("false positives: {false_positives}"),
+            (10, y),
+        )?;
+        plot::note(&side, "(must be 0)", (10, y + 16))
+    })
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -509,7 +442,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         out.join("accuracy.json"),
         serde_json::to_string_pretty(&report)? + "\n",
     )?;
-    std::fs::write(out.join("accuracy.svg"), svg(&report))?;
+    std::fs::write(out.join("accuracy.svg"), svg(&report)?)?;
     eprintln!(
         "wrote {}/accuracy.{{md,json,svg}} in {:.1} s",
         out.display(),

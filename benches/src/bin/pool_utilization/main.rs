@@ -255,13 +255,15 @@ fn main() -> ExitCode {
                 .and_then(|()| {
                     std::fs::write(
                         dir.join("served-vs-budget.svg"),
-                        plot::per_stream(&report, plot::Metric::Served),
+                        plot::per_stream(&report, plot::Metric::Served)
+                            .map_err(std::io::Error::other)?,
                     )
                 })
                 .and_then(|()| {
                     std::fs::write(
                         dir.join("false-negatives-vs-budget.svg"),
-                        plot::per_stream(&report, plot::Metric::FalseNegatives),
+                        plot::per_stream(&report, plot::Metric::FalseNegatives)
+                            .map_err(std::io::Error::other)?,
                     )
                 });
             if let Err(e) = written {

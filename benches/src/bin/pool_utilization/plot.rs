@@ -2,13 +2,14 @@
 //! one line per pool strategy (A time-strict … B key-strict, and B with eager release
 //! dashed), the machine facts underneath.
 
-use std::fmt::Write as _;
+use slidelimit_bench::plot::{self, Line, Panel, RGBColor, PALETTE};
 
 use super::report::{Report, Summary};
 
-const PALETTE: [&str; 5] = ["#1f77b4", "#17becf", "#2ca02c", "#ff7f0e", "#d62728"];
-const EAGER_COLOR: &str = "#7f7f7f";
-const FONT: &str = "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\"";
+/// Which palette entries the strategies take, A (time-strict) to B (key-strict).
+const STRATEGY_COLORS: [usize; 5] = [0, 9, 2, 3, 1];
+/// The eager-release model's colour.
+const EAGER: RGBColor = PALETTE[7];
 
 /// What a plot shows.
 #[derive(Clone, Copy, Debug)]
@@ -38,98 +39,61 @@ impl Metric {
             Self::FalseNegatives => "False negatives (% of requests), against the bucket budget",
         }
     }
-}
 
-/// One line of a panel: a strategy label, and whether it is the eager-release model's.
-struct Series {
-    label: String,
-    eager: bool,
-    color: &'static str,
-}
-
-impl Series {
-    fn name(&self) -> String {
-        if self.eager {
-            format!("{} eager", self.label)
-        } else {
-            self.label.clone()
-        }
-    }
-
-    fn dash(&self) -> &'static str {
-        if self.eager {
-            " stroke-dasharray=\"5 3\""
-        } else {
-            ""
+    /// The y range for a panel whose values span `lo..=hi` (%): served down from 100, false
+    /// negatives up from 0, never narrower than a few hundredths of a point, so a flat panel
+    /// still has an axis.
+    fn range(self, lo: f64, hi: f64) -> std::ops::Range<f64> {
+        match self {
+            Self::Served => {
+                let span = (100.0 - lo).max(0.05);
+                (100.0 - span * 1.1)..100.0 + span * 0.05
+            }
+            Self::FalseNegatives => 0.0..hi.max(0.005) * 1.1,
         }
     }
 }
 
-fn esc(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// A "nice" step (1, 2 or 5 × 10^k) giving about `target` ticks over `span`.
-fn nice_step(span: f64, target: f64) -> f64 {
-    let raw = (span / target).max(1e-9);
-    let mag = 10f64.powf(raw.log10().floor());
-    let norm = raw / mag;
-    let nice = if norm <= 1.0 {
-        1.0
-    } else if norm <= 2.0 {
-        2.0
-    } else if norm <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    nice * mag
-}
-
-/// A grid of panels, one per stream: `metric` against the budget, a line per strategy.
-pub fn per_stream(report: &Report, metric: Metric) -> String {
-    let budgets = &report.params.budgets;
-    let mut series: Vec<Series> = report
+/// A grid of panels, one per stream: `metric` against the budget, a line per strategy (A
+/// time-strict ... B key-strict) and B with eager release dashed, under the others.
+///
+/// # Errors
+/// What plotters reported.
+pub fn per_stream(report: &Report, metric: Metric) -> Result<String, String> {
+    let budgets: Vec<String> = report.params.budgets.iter().map(u64::to_string).collect();
+    // (label, eager): every strategy, then B's eager-release model.
+    let mut series: Vec<(String, bool)> = report
         .strategies()
         .into_iter()
+        .map(|l| (l, false))
+        .collect();
+    series.push(("B".to_owned(), true));
+    let legend: Vec<Line> = series
+        .iter()
         .enumerate()
-        .map(|(k, label)| Series {
-            label,
-            eager: false,
-            color: PALETTE[k % PALETTE.len()],
+        .map(|(k, (label, eager))| Line {
+            dashed: *eager,
+            ..Line::new(
+                if *eager {
+                    format!("{label} eager")
+                } else {
+                    label.clone()
+                },
+                if *eager {
+                    EAGER
+                } else {
+                    PALETTE[STRATEGY_COLORS[k % STRATEGY_COLORS.len()]]
+                },
+                Vec::new(),
+            )
         })
         .collect();
-    series.push(Series {
-        label: "B".to_owned(),
-        eager: true,
-        color: EAGER_COLOR,
-    });
     let cols = 4usize;
-    let rows = report.streams.len().div_ceil(cols);
-    let (panel_w, panel_h) = (230.0, 180.0);
-    let (left, top, gap_x, gap_y) = (60.0, 112.0, 50.0, 60.0);
-    let width = left + cols as f64 * (panel_w + gap_x);
-    let height = top + rows as f64 * (panel_h + gap_y) + 60.0;
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" {FONT} font-size=\"11\">"
-    );
-    let _ = writeln!(svg, "<title>{}</title>", esc(metric.title()));
-    let _ = writeln!(svg, "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>");
+    let rows = report.streams.len().div_ceil(cols).max(1);
     let p = &report.params;
-    let _ = writeln!(
-        svg,
-        "<text x=\"{:.0}\" y=\"22\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">{}</text>",
-        width / 2.0,
-        esc(metric.title())
-    );
-    let _ = writeln!(
-        svg,
-        "<text x=\"{:.0}\" y=\"40\" text-anchor=\"middle\">L = {} uses ({} keys × {}) per T = {} min; {} h per trace, mean of {} seeds; thresholds as strict as the budget allows</text>",
-        width / 2.0,
+    let subtitle = format!(
+        "L = {} uses ({} keys × {}) per T = {} min; {} h per trace, mean of {} seeds; \
+         thresholds as strict as the budget allows",
         p.total_uses,
         p.keys,
         p.uses_per_key,
@@ -137,147 +101,61 @@ pub fn per_stream(report: &Report, metric: Metric) -> String {
         p.hours,
         p.seeds
     );
-    for (k, s) in series.iter().enumerate() {
-        let x = left + 95.0 * k as f64;
-        let _ = writeln!(
-            svg,
-            "<line x1=\"{x:.0}\" y1=\"60\" x2=\"{:.0}\" y2=\"60\" stroke=\"{}\" stroke-width=\"3\"{}/><text x=\"{:.0}\" y=\"64\">{}</text>",
-            x + 22.0,
-            s.color,
-            s.dash(),
-            x + 28.0,
-            esc(&s.name())
-        );
-    }
-    let _ = writeln!(
-        svg,
-        "<text x=\"{left:.0}\" y=\"82\" fill=\"#555\">A: every bucket closed by time · B: by count · AB-tNN: about NN % of the budget by time · eager: B with every cooled bucket released first (the seed's way)</text>"
-    );
-    for (i, stream) in report.streams.iter().enumerate() {
-        let x0 = left + (i % cols) as f64 * (panel_w + gap_x);
-        let y0 = top + (i / cols) as f64 * (panel_h + gap_y);
-        let values: Vec<Vec<f64>> = series
-            .iter()
-            .map(|s| {
-                budgets
-                    .iter()
-                    .map(|&b| {
-                        report
-                            .summary(stream.name, &s.label, Some(b))
-                            .map_or(f64::NAN, |x| metric.value(x, s.eager))
-                    })
-                    .collect()
-            })
-            .collect();
-        let (lo, hi) = values
-            .iter()
-            .flatten()
-            .copied()
-            .filter(|v| v.is_finite())
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-                (a.min(v), b.max(v))
-            });
-        let (y_lo, y_hi, step) = match metric {
-            Metric::Served => {
-                // A span of at least 0.05 points, so a panel where every pool serves
-                // 100 % still has an axis.
-                let step = nice_step((100.0 - lo).max(0.05), 4.0);
-                let y_lo = ((lo / step).floor() * step).min(100.0 - 2.0 * step);
-                (y_lo, 100.0, step)
-            }
-            Metric::FalseNegatives => {
-                let step = nice_step(hi.max(0.005), 4.0);
-                (0.0, (hi / step).ceil().max(1.0) * step, step)
-            }
-        };
-        let x_of = |j: usize| x0 + panel_w * (j as f64 + 0.5) / budgets.len() as f64;
-        let y_of = |v: f64| y0 + panel_h * (1.0 - (v - y_lo) / (y_hi - y_lo));
-        let _ = writeln!(
-            svg,
-            "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"middle\" font-weight=\"bold\">{}</text>",
-            x0 + panel_w / 2.0,
-            y0 - 8.0,
-            esc(stream.name)
-        );
-        // As many decimals as the step needs (0.5 -> 1, 0.02 -> 2, 0.002 -> 3).
-        let digits = (-step.log10().floor()).max(0.0) as usize;
-        let mut tick = y_lo;
-        while tick <= y_hi + step / 2.0 {
-            let y = y_of(tick);
-            let _ = writeln!(
-                svg,
-                "<line x1=\"{x0:.0}\" y1=\"{y:.1}\" x2=\"{:.0}\" y2=\"{y:.1}\" stroke=\"#e4e4e4\"/><text x=\"{:.0}\" y=\"{:.1}\" text-anchor=\"end\" fill=\"#444\">{tick:.digits$}</text>",
-                x0 + panel_w,
-                x0 - 4.0,
-                y + 4.0
-            );
-            tick += step;
-        }
-        for (j, b) in budgets.iter().enumerate() {
-            let _ = writeln!(
-                svg,
-                "<text x=\"{:.1}\" y=\"{:.0}\" text-anchor=\"middle\" fill=\"#444\">{b}</text>",
-                x_of(j),
-                y0 + panel_h + 14.0
-            );
-        }
-        let _ = writeln!(
-            svg,
-            "<text x=\"{:.0}\" y=\"{:.0}\" text-anchor=\"middle\" fill=\"#444\">bucket budget</text>",
-            x0 + panel_w / 2.0,
-            y0 + panel_h + 28.0
-        );
-        let _ = writeln!(
-            svg,
-            "<rect x=\"{x0:.0}\" y=\"{y0:.0}\" width=\"{panel_w:.0}\" height=\"{panel_h:.0}\" fill=\"none\" stroke=\"#333\"/>"
-        );
-        // The eager line first, under the others: it shows only where it differs from B.
-        let order = (0..series.len()).map(|k| (k + series.len() - 1) % series.len());
-        for (s, points) in order.map(|k| (&series[k], &values[k])) {
-            let path: Vec<String> = points
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| v.is_finite())
-                .map(|(j, &v)| format!("{:.1},{:.1}", x_of(j), y_of(v)))
-                .collect();
-            let _ = writeln!(
-                svg,
-                "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{}/>",
-                path.join(" "),
-                s.color,
-                s.dash()
-            );
-            for (j, &v) in points.iter().enumerate().filter(|(_, v)| v.is_finite()) {
-                let _ = writeln!(
-                    svg,
-                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{}\" fill=\"{}\"><title>{} · {} · {} buckets: {v:.3} %</title></circle>",
-                    x_of(j),
-                    y_of(v),
-                    if s.eager { 2 } else { 3 },
-                    s.color,
-                    esc(stream.name),
-                    esc(&s.name()),
-                    budgets[j]
-                );
-            }
-        }
-    }
     let m = &report.machine;
-    let lines = [
+    let footer = [
         format!(
             "{} · {} cores · {} · commit {}",
             m.cpu_model, m.cores, m.rustc, m.commit
         ),
         m.command.clone(),
     ];
-    for (i, line) in lines.iter().enumerate() {
-        let _ = writeln!(
-            svg,
-            "<text x=\"10\" y=\"{:.0}\" font-size=\"10\" fill=\"#555\">{}</text>",
-            height - 24.0 + 14.0 * i as f64,
-            esc(line)
-        );
-    }
-    svg.push_str("</svg>\n");
-    svg
+    let size = (60 + 280 * cols as u32, 150 + 240 * rows as u32);
+    plot::svg(size, metric.title(), &footer, |area| {
+        let (top, grid) = area.split_vertically(76);
+        plot::note(&top, &subtitle, (60, 0))?;
+        plot::legend(&top, &legend, (60, 28), (95, 0))?;
+        plot::note(
+            &top,
+            "A: every bucket closed by time · B: by count · AB-tNN: about NN % of the budget by \
+             time · eager: B with every cooled bucket released first (the seed's way)",
+            (60, 48),
+        )?;
+        for (panel_area, stream) in grid.split_evenly((rows, cols)).iter().zip(&report.streams) {
+            // The eager line first, under the others: it shows only where it differs from B.
+            let lines: Vec<Line> = std::iter::once(legend.len() - 1)
+                .chain(0..legend.len() - 1)
+                .map(|k| {
+                    let (label, eager) = &series[k];
+                    let points = (0..budgets.len())
+                        .filter_map(|j| {
+                            report
+                                .summary(stream.name, label, Some(report.params.budgets[j]))
+                                .map(|x| (j, metric.value(x, *eager)))
+                        })
+                        .collect();
+                    Line {
+                        points,
+                        marker: if *eager { 2 } else { 3 },
+                        ..legend[k].clone()
+                    }
+                })
+                .collect();
+            let (lo, hi) = lines
+                .iter()
+                .flat_map(|l| l.points.iter().map(|p| p.1))
+                .filter(|v| v.is_finite())
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                    (a.min(v), b.max(v))
+                });
+            Panel {
+                caption: stream.name,
+                x: &budgets,
+                x_desc: "bucket budget",
+                y_desc: "",
+                lines: &lines,
+            }
+            .draw_linear(panel_area, metric.range(lo, hi))?;
+        }
+        Ok(())
+    })
 }
