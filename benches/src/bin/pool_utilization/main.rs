@@ -38,6 +38,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use rayon::prelude::*;
 use slidelimit::pool::{PoolGeometry, PoolMode, SequentialLedger};
 use slidelimit::KeyPool;
 
@@ -175,48 +176,29 @@ fn main() -> ExitCode {
     let jobs: Vec<(usize, u64)> = (0..streams.len())
         .flat_map(|s| (0..args.seeds).map(move |seed| (s, seed)))
         .collect();
-    // Two workers (this machine's cores) over (stream, seed) jobs; results in job order.
-    let workers = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(4);
-    let mut runs: Vec<Run> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|w| {
-                let (jobs, configs, streams) = (&jobs, &configs, &streams);
-                scope.spawn(move || {
-                    let mut out = Vec::new();
-                    for &(s, seed) in jobs.iter().skip(w).step_by(workers) {
-                        let stream = &streams[s];
-                        let trace_seed = 0x9001_0000 + 1_000 * s as u64 + seed;
-                        let ticks = streams::generate(
-                            stream.shape,
-                            trace_seed,
-                            duration,
-                            TOTAL_USES,
-                            COOLDOWN_TICKS,
-                        );
-                        for (c, cfg) in configs.iter().enumerate() {
-                            let (outcome, eager) = run_one(cfg.mode, &ticks, seed == 0);
-                            out.push(Run::new(
-                                stream.name,
-                                seed,
-                                c,
-                                cfg,
-                                outcome,
-                                eager,
-                                capacity,
-                            ));
-                        }
-                    }
-                    out
+    // Every (stream, seed) job replays its trace through every pool, the jobs in parallel;
+    // rayon collects them in job order, and the sort below fixes the report's order anyway.
+    let mut runs: Vec<Run> = jobs
+        .par_iter()
+        .flat_map_iter(|&(s, seed)| {
+            let stream = &streams[s];
+            let trace_seed = 0x9001_0000 + 1_000 * s as u64 + seed;
+            let ticks = streams::generate(
+                stream.shape,
+                trace_seed,
+                duration,
+                TOTAL_USES,
+                COOLDOWN_TICKS,
+            );
+            let configs = &configs;
+            (0..configs.len())
+                .map(|c| {
+                    let (outcome, eager) = run_one(configs[c].mode, &ticks, seed == 0);
+                    Run::new(stream.name, seed, c, &configs[c], outcome, eager, capacity)
                 })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().expect("a replay worker panicked"))
-            .collect()
-    });
+                .collect::<Vec<_>>()
+        })
+        .collect();
     runs.sort_by_key(|r| {
         (
             streams.iter().position(|s| s.name == r.stream),
