@@ -1,7 +1,8 @@
 //! The timed matrix: every selected variant on every selected workload at every thread count.
 
-use std::io::{IsTerminal, Write};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::drive::{self, Cell};
 use crate::pool_cells;
@@ -12,77 +13,70 @@ use crate::workload::{KeyStream, Workload};
 use super::args::Args;
 use super::results::{CellResult, Latency};
 
-/// Progress on stderr: one line per cell, rewritten in place on a terminal.
+/// Progress on stderr. On a terminal, a bar with the cell being timed (i of n, workload,
+/// variant, threads), elapsed time and ETA, and the finished cells and notes printed above
+/// it; elsewhere (a log, a pipe) the bar is hidden and each finished cell and note is one
+/// line.
 pub struct Progress {
-    total: usize,
-    done: usize,
-    started: Instant,
-    tty: bool,
+    bar: ProgressBar,
 }
 
 impl Progress {
     /// A display for `total` cells.
     #[must_use]
     pub fn new(total: usize) -> Self {
-        Self {
-            total,
-            done: 0,
-            started: Instant::now(),
-            tty: std::io::stderr().is_terminal(),
+        let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+        // A constant template: it always parses.
+        if let Ok(style) =
+            ProgressStyle::with_template("[{elapsed_precise} eta {eta:>4}] {bar:24} {msg}")
+        {
+            bar.set_style(style.progress_chars("=> "));
         }
+        // Redraw during a cell too, so that elapsed time and ETA keep moving.
+        if !bar.is_hidden() {
+            bar.enable_steady_tick(Duration::from_millis(500));
+        }
+        Self { bar }
     }
 
+    /// `[  5/56 0:13 eta 0:13]`: the log's prefix for the cell after the finished ones.
     fn prefix(&self) -> String {
-        let elapsed = self.started.elapsed().as_secs();
-        let eta = if self.done == 0 {
-            String::from("?")
-        } else {
-            let per = self.started.elapsed().as_secs_f64() / self.done as f64;
-            let left = (per * (self.total - self.done) as f64) as u64;
-            format!("{}:{:02}", left / 60, left % 60)
-        };
+        let (elapsed, eta) = (self.bar.elapsed().as_secs(), self.bar.eta().as_secs());
         format!(
-            "[{:>3}/{} {}:{:02} eta {eta}]",
-            self.done + 1,
-            self.total,
+            "[{:>3}/{} {}:{:02} eta {}:{:02}]",
+            self.bar.position() + 1,
+            self.bar.length().unwrap_or(0),
             elapsed / 60,
-            elapsed % 60
+            elapsed % 60,
+            eta / 60,
+            eta % 60
         )
     }
 
     /// Says what is starting.
     pub fn start(&self, what: &str) {
-        let mut err = std::io::stderr().lock();
-        if self.tty {
-            let _ = write!(err, "\r\x1b[2K{} {what} …", self.prefix());
-        } else {
-            let _ = write!(err, "{} {what} … ", self.prefix());
-        }
-        let _ = err.flush();
+        self.bar.set_message(format!(
+            "cell {}/{}: {what}",
+            self.bar.position() + 1,
+            self.bar.length().unwrap_or(0)
+        ));
     }
 
     /// Says how it went.
     pub fn finish(&mut self, what: &str, summary: &str) {
-        let mut err = std::io::stderr().lock();
-        if self.tty {
-            let _ = write!(err, "\r\x1b[2K{} {what}: {summary}", self.prefix());
-            if self.done + 1 == self.total {
-                let _ = writeln!(err);
-            }
-        } else {
-            let _ = writeln!(err, "{summary}");
+        self.note(&format!("{} {what}: {summary}", self.prefix()));
+        self.bar.inc(1);
+        if self.bar.position() >= self.bar.length().unwrap_or(0) {
+            self.bar.finish_and_clear();
         }
-        let _ = err.flush();
-        self.done += 1;
     }
 
-    /// A line of its own (kept on screen).
+    /// A line of its own (kept on screen, above the bar).
     pub fn note(&self, text: &str) {
-        let mut err = std::io::stderr().lock();
-        if self.tty {
-            let _ = writeln!(err, "\r\x1b[2K{text}");
+        if self.bar.is_hidden() {
+            eprintln!("{text}");
         } else {
-            let _ = writeln!(err, "{text}");
+            self.bar.println(text);
         }
     }
 }
