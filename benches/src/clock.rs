@@ -57,10 +57,4 @@ impl BenchClock {
             clock.advance(Duration::from_nanos(TICK_NS));
         }
     }
-
-    /// Whether this is the fake clock.
-    #[must_use]
-    pub const fn is_fake(&self) -> bool {
-        matches!(self, Self::Fake(_))
-    }
 }

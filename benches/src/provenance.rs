@@ -1,8 +1,52 @@
 //! Where a results file came from: the CPU model and the git commit, recorded alike by the
-//! comparison runner and the accuracy tool.
+//! comparison runner and the smaller tools, which record them as [`Facts`].
 
 use std::path::Path;
 use std::process::Command;
+
+use serde::Serialize;
+
+/// The machine facts a tool's results file records (the comparison runner records more).
+#[derive(Clone, Debug, Serialize)]
+pub struct Facts {
+    /// [`cpu_model`].
+    pub cpu_model: String,
+    /// Logical CPUs available to this process.
+    pub cores: usize,
+    /// The compiler that built the tool (`rustc -V`, captured by build.rs).
+    pub rustc: &'static str,
+    /// The build profile.
+    pub profile: &'static str,
+    /// [`git_commit`] over the sources the tools are built from.
+    pub commit: String,
+    /// How to run it again: `cargo run ... --bin BIN -- ARGS`.
+    pub command: String,
+}
+
+impl Facts {
+    /// This machine's facts, for `--bin bin` run with this process's arguments.
+    #[must_use]
+    pub fn collect(bin: &str) -> Self {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        Self {
+            cpu_model: cpu_model(),
+            cores: std::thread::available_parallelism().map_or(1, usize::from),
+            rustc: env!("SLIDELIMIT_BENCH_RUSTC"),
+            profile: env!("SLIDELIMIT_BENCH_PROFILE"),
+            // `+dirty` when the sources this binary is built from differ from the commit.
+            commit: git_commit(
+                manifest.parent().unwrap_or(manifest),
+                &["crates", "benches", "Cargo.toml", "Cargo.lock"],
+            ),
+            command: format!(
+                "cargo run --release -p slidelimit-bench --bin {bin}{}{}",
+                if args.is_empty() { "" } else { " -- " },
+                args.join(" ")
+            ),
+        }
+    }
+}
 
 /// The CPU model as `/proc/cpuinfo` names it, or `"unknown"`.
 #[must_use]

@@ -33,7 +33,7 @@ use serde::Serialize;
 use slidelimit::raw::{Algorithm, SequentialWindow};
 use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RollingBuckets};
 use slidelimit_bench::plot::{self, Line, Panel, PALETTE};
-use slidelimit_bench::provenance::{cpu_model, git_commit};
+use slidelimit_bench::provenance::Facts;
 use slidelimit_bench::rng::SplitMix64;
 use slidelimit_bench::zipf::Zipf;
 
@@ -232,37 +232,9 @@ fn compare(name: &'static str, trace: &Trace, window: RollingBuckets, exact_admi
     }
 }
 
-#[derive(Debug, Serialize)]
-struct Machine {
-    cpu_model: String,
-    cores: usize,
-    rustc: &'static str,
-    profile: &'static str,
-    commit: String,
-    command: String,
-}
-
-fn machine(root: &Path) -> Machine {
-    // `+dirty` when the sources this binary is built from differ from the commit.
-    let commit = git_commit(root, &["crates", "benches", "Cargo.toml", "Cargo.lock"]);
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    Machine {
-        cpu_model: cpu_model(),
-        cores: std::thread::available_parallelism().map_or(1, usize::from),
-        rustc: env!("SLIDELIMIT_BENCH_RUSTC"),
-        profile: env!("SLIDELIMIT_BENCH_PROFILE"),
-        commit,
-        command: format!(
-            "cargo run --release -p slidelimit-bench --bin accuracy{}{}",
-            if args.is_empty() { "" } else { " -- " },
-            args.join(" ")
-        ),
-    }
-}
-
 #[derive(Serialize)]
 struct Report {
-    machine: Machine,
+    machine: Facts,
     max_requests: u64,
     window_ticks: u64,
     lateness_buckets: u64,
@@ -458,7 +430,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let report = Report {
-        machine: machine(&root),
+        machine: Facts::collect("accuracy"),
         max_requests: MAX_REQUESTS,
         window_ticks: WINDOW_TICKS,
         lateness_buckets: 1,

@@ -42,6 +42,8 @@ use rayon::prelude::*;
 use slidelimit::pool::{PoolGeometry, PoolMode, SequentialLedger};
 use slidelimit::KeyPool;
 
+use slidelimit_bench::provenance::Facts;
+
 use configs::{choose, config, Config, STRATEGIES};
 use replay::{replay, Outcome};
 use report::{Machine, Params, Report, Run, Summary};
@@ -209,7 +211,10 @@ fn main() -> ExitCode {
     report::fill_relative(&mut runs);
     let summaries = Summary::all(&streams, &configs, &runs, capacity);
     let report = Report {
-        machine: Machine::collect(&root, started),
+        machine: Machine {
+            facts: Facts::collect("pool_utilization"),
+            run_seconds: started.elapsed().as_secs_f64(),
+        },
         params,
         configs,
         streams,

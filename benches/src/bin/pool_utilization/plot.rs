@@ -101,7 +101,7 @@ pub fn per_stream(report: &Report, metric: Metric) -> Result<String, String> {
         p.hours,
         p.seeds
     );
-    let m = &report.machine;
+    let m = &report.machine.facts;
     let footer = [
         format!(
             "{} · {} cores · {} · commit {}",

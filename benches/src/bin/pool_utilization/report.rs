@@ -1,11 +1,9 @@
 //! The numbers kept per replay and per (stream, pool), the machine facts, and the markdown.
 
 use std::fmt::Write as _;
-use std::path::Path;
-use std::time::Instant;
 
 use serde::Serialize;
-use slidelimit_bench::provenance::{cpu_model, git_commit};
+use slidelimit_bench::provenance::Facts;
 
 use super::configs::Config;
 use super::replay::Outcome;
@@ -14,34 +12,10 @@ use super::streams::Stream;
 /// Where the numbers came from.
 #[derive(Debug, Serialize)]
 pub struct Machine {
-    pub cpu_model: String,
-    pub cores: usize,
-    pub rustc: &'static str,
-    pub profile: &'static str,
-    pub commit: String,
-    pub command: String,
+    #[serde(flatten)]
+    pub facts: Facts,
     /// Wall time of the replays (stream generation included), seconds.
     pub run_seconds: f64,
-}
-
-impl Machine {
-    pub fn collect(root: &Path, started: Instant) -> Self {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        Self {
-            cpu_model: cpu_model(),
-            cores: std::thread::available_parallelism().map_or(1, usize::from),
-            rustc: env!("SLIDELIMIT_BENCH_RUSTC"),
-            profile: env!("SLIDELIMIT_BENCH_PROFILE"),
-            // `+dirty` when the sources this binary is built from differ from the commit.
-            commit: git_commit(root, &["crates", "benches", "Cargo.toml", "Cargo.lock"]),
-            command: format!(
-                "cargo run --release -p slidelimit-bench --bin pool_utilization{}{}",
-                if args.is_empty() { "" } else { " -- " },
-                args.join(" ")
-            ),
-            run_seconds: started.elapsed().as_secs_f64(),
-        }
-    }
 }
 
 /// The pool and the run's length.
@@ -536,10 +510,11 @@ pub fn markdown(report: &Report) -> String {
         "![false negatives against the bucket budget](false-negatives-vs-budget.svg)\n"
     );
     let _ = writeln!(md, "## Machine\n");
-    let _ = writeln!(md, "- CPU: {} ({} logical CPUs)", m.cpu_model, m.cores);
-    let _ = writeln!(md, "- rustc: {} ({} profile)", m.rustc, m.profile);
-    let _ = writeln!(md, "- commit: `{}`", m.commit);
-    let _ = writeln!(md, "- command: `{}`", m.command);
+    let f = &m.facts;
+    let _ = writeln!(md, "- CPU: {} ({} logical CPUs)", f.cpu_model, f.cores);
+    let _ = writeln!(md, "- rustc: {} ({} profile)", f.rustc, f.profile);
+    let _ = writeln!(md, "- commit: `{}`", f.commit);
+    let _ = writeln!(md, "- command: `{}`", f.command);
     let _ = writeln!(
         md,
         "- run time: {:.1} s (replays; the numbers do not depend on the machine)",
