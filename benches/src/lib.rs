@@ -18,7 +18,7 @@
 //! # Implementation
 //! [`workload`] defines the matrix and its key streams ([`zipf`] samples the heavy tail);
 //! [`target`] is the one trait the driver calls, implemented for every
-//! [`slidelimit::RateLimiter`] and for the peers ([`seed002`], [`peers`]) and the machine
+//! [`slidelimit::RateLimiter`] and for the peers ([`deque_baseline`], [`peers`]) and the machine
 //! floor ([`floor`]); [`variants`] is the registry; [`drive`] runs one cell. [`pool_cells`]
 //! runs the key pool's `get_next_key` through the same driver, as two more workloads with
 //! their own two variants. [`runner`] is the comparison run itself, callable from any binary.
@@ -32,7 +32,7 @@ pub mod pool_cells;
 pub mod provenance;
 pub mod rng;
 pub mod runner;
-pub mod seed002;
+pub mod deque_baseline;
 pub mod target;
 pub mod variants;
 pub mod workload;

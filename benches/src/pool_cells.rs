@@ -1,4 +1,4 @@
-//! The key pool's cells: `get_next_key` on seed 001's throttler, exact against AB, lock-free
+//! The key pool's cells: `get_next_key` on a pool of API keys, exact against AB, lock-free
 //! against mutex, driven by the same thread driver and shared fake clock as every limiter.
 //!
 //! A pool setup is a [`Workload`] on the hot key (the pool takes no key), so the driver, the
@@ -6,7 +6,7 @@
 //! variants are registered by [`for_each`] beside (not inside) the limiter registry, so no
 //! limiter runs a pool workload and no pool runs a limiter's.
 //!
-//! The setup is seed 001's example scaled to the fake clock's pace (one tick, 1 µs, per
+//! The setup is a pool of 500 uses per key per 10 minutes, scaled to the fake clock's pace (one tick, 1 µs, per
 //! [`OPS_PER_TICK`] calls in all): 50 keys × 500 uses = 25,000 uses per cooldown of 500 ticks,
 //! against 32,000 calls per cooldown. The pool hands out uses in a burst until it is
 //! exhausted, refuses until the burst's first uses have cooled down, and from then on mirrors

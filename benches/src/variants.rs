@@ -12,7 +12,7 @@ use slidelimit_rwlock::RwLockLimiter;
 use crate::clock::BenchClock;
 use crate::floor::Floor;
 use crate::peers::{GovernorDirect, GovernorKeyed};
-use crate::seed002::SeedLimiter;
+use crate::deque_baseline::DequeLimiter;
 use crate::target::{Ours, Target};
 use crate::workload::{Mix, Workload};
 
@@ -192,13 +192,13 @@ pub fn for_each(visitor: &mut impl Visitor) {
     );
     visitor.visit(
         &Meta {
-            name: "seed-002",
+            name: "deque-mutex",
             family: Family::Peer,
             algorithm: "deque",
-            about: "seed 002's solution: one Mutex over HashMap<key, VecDeque<tick>>",
+            about: "the plain baseline: one Mutex over HashMap<key, VecDeque<tick>>",
             supports: every,
         },
-        &|cx| Ours(SeedLimiter::<u64>::new(cx.workload.limit())),
+        &|cx| Ours(DequeLimiter::<u64>::new(cx.workload.limit())),
     );
     visitor.visit(
         &Meta {

@@ -170,7 +170,7 @@ fn pool_markdown(md: &mut String, report: &Report) {
     let _ = writeln!(md, "## Key pool: get_next_key\n");
     let _ = writeln!(
         md,
-        "Seed 001's throttler scaled to the fake clock: {keys} keys × {per} uses = L = {total} \
+        "A pool of API keys scaled to the fake clock: {keys} keys × {per} uses = L = {total} \
          uses per cooldown T = {cooldown} ({ticks} ticks). Every call is one `get_next_key(now)` \
          at the shared fake clock, which moves one tick per {opt} calls in all, so a cooldown \
          holds {calls} calls and, over whole cooldowns, no pool grants more than {ceiling:.1}% of \
@@ -602,8 +602,8 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
          `window / max_requests`), so its allowed fraction differs from the sliding log's by \
          design. With the fake clock it reads the same `FakeRelativeClock` every variant is \
          driven by; on `real-clock` it uses its default (quanta TSC) clock while slidelimit \
-         reads `std::time::Instant`. `seed-002` is seed 002's global-lock `HashMap<key, \
-         VecDeque>` solution ported as written. `floor` is one lookup in a pre-filled read-only \
+         reads `std::time::Instant`. `deque-mutex` is the plain baseline, one global lock \
+         over a `HashMap<key, VecDeque>`. `floor` is one lookup in a pre-filled read-only \
          map plus one CAS.\n"
     );
 
@@ -722,7 +722,7 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
         let _ = writeln!(
             md,
             "{} `check_and_hit` calls on the zipf stream, one thread, fake clock; then one \
-             `remove_idle(now)` (governor: `retain_recent` + `shrink_to_fit`; seed-002: its own \
+             `remove_idle(now)` (governor: `retain_recent` + `shrink_to_fit`; deque-mutex: its own \
              cleanup over every key).\n",
             super::memory::ZIPF_OPS
         );

@@ -1,6 +1,6 @@
-//! How much of a key pool's capacity the bucketed relaxations (seed 000's A, B and AB) give
+//! How much of a key pool's capacity the bucketed relaxations (A, B and AB) give
 //! up against the exact pool, for a fixed bucket budget, on request streams of different
-//! burstiness (issue 11: the seed's open question).
+//! burstiness: for a fixed budget, should buckets close on time or on uses?
 //!
 //! ```text
 //! cargo run --release -p slidelimit-bench --bin pool_utilization [-- --out DIR | --out -]

@@ -118,7 +118,7 @@ fn idle_removal_forgets_a_bucketed_key_once_it_is_fresh() {
 
 /// A tokens-per-hours limit, in milliseconds: 100,000 tokens per 5 hours, 60 buckets of 5 minutes,
 /// lateness one bucket (so `NB = 62` and a bucket is retained for 62 × 5 min after it opens).
-mod seed_003 {
+mod tokens_per_hours {
     use super::*;
 
     const MINUTE: u64 = 60_000;

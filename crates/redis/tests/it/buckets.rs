@@ -10,10 +10,10 @@ use crate::check::over_admissions;
 use crate::{limit, manual, shared, Rng, TIMEOUT};
 
 #[test]
-fn weighted_example_of_seed_003() {
+fn weighted_tokens_per_hours_example() {
     // 100,000 tokens per 5 hours (ticks here are whatever the caller says), 60 buckets.
     let (limiter, clock) = manual(
-        "buckets-seed",
+        "buckets-tokens",
         limit(100_000, 18_000),
         Options::new().buckets(60),
     );

@@ -1,15 +1,12 @@
-//! Seed 002's thread-safe solution, ported to Rust as a peer: one global lock over a map from
-//! key to a deque of timestamps, cleaned on access, with the seed's atomic `check_and_hit`.
+//! The straightforward thread-safe sliding log, as a peer: one global lock over a map from
+//! key to a deque of timestamps, cleaned on access, with an atomic `check_and_hit`.
 //!
-//! This is the baseline the project improves on, kept as the seed wrote it: the standard
+//! This is the baseline the project improves on, kept as plain as it is usually written: the standard
 //! `HashMap` with its default hasher (the plain choice, as a Python `dict` is), a `VecDeque`
 //! per key, old timestamps popped from the front on every access, and a key deleted when its
-//! deque empties. Two departures, both forced: the seed's `hit` on a new key inserts an empty
-//! deque, lets `_cleanup` delete it again, then appends to the missing key (a `KeyError` in
-//! Python), so the port appends to a fresh deque, the evident intent; and Python's
-//! `timestamp - window` becomes `front + window <= timestamp`, which cannot underflow.
-//! `remove_idle` runs the seed's own `_cleanup` over every key: the "periodic cleanup" its
-//! Solution 2 proposes.
+//! deque empties. A `hit` on a new key appends to a fresh deque, and the expiry test is
+//! `front + window <= timestamp`, which cannot underflow. `remove_idle` runs the same cleanup
+//! over every key: the periodic cleanup such a design relies on.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
@@ -17,13 +14,13 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use slidelimit::{Limit, RateLimiter, Status, WeightError};
 
-/// The seed's `ThreadSafeRateLimiter` (global lock) with its `check_and_hit`.
-pub struct SeedLimiter<K> {
+/// One global lock over per-key deques, with an atomic `check_and_hit`.
+pub struct DequeLimiter<K> {
     limit: Limit,
     hits: Mutex<HashMap<K, VecDeque<u64>>>,
 }
 
-impl<K: Hash + Eq> SeedLimiter<K> {
+impl<K: Hash + Eq> DequeLimiter<K> {
     /// `RateLimiter(max_requests, window_seconds)`.
     #[must_use]
     pub fn new(limit: Limit) -> Self {
@@ -37,7 +34,7 @@ impl<K: Hash + Eq> SeedLimiter<K> {
         self.hits.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The seed's `_cleanup`: pop expired timestamps from the front; delete an emptied key.
+    /// The cleanup: pop expired timestamps from the front; delete an emptied key.
     fn cleanup(&self, hits: &mut HashMap<K, VecDeque<u64>>, key: &K, timestamp: u64) {
         let window = self.limit.window_ticks();
         let Some(deque) = hits.get_mut(key) else {
@@ -63,12 +60,12 @@ fn single_hit(n: u64) -> Result<(), WeightError> {
     }
 }
 
-impl<K> RateLimiter<K> for SeedLimiter<K>
+impl<K> RateLimiter<K> for DequeLimiter<K>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
 {
     fn name(&self) -> &'static str {
-        "seed-002"
+        "deque-mutex"
     }
 
     fn algorithm(&self) -> &'static str {
@@ -154,11 +151,11 @@ where
 mod tests {
     use slidelimit::{Limit, RateLimiter};
 
-    use super::SeedLimiter;
+    use super::DequeLimiter;
 
     #[test]
-    fn the_seeds_worked_examples() {
-        let limiter = SeedLimiter::new(Limit::new(3, 10).unwrap());
+    fn worked_examples_of_3_per_10_ticks() {
+        let limiter = DequeLimiter::new(Limit::new(3, 10).unwrap());
         limiter.hit(&"user_1", 1);
         limiter.hit(&"user_1", 2);
         assert!(limiter.allowed(&"user_1", 3));
@@ -180,7 +177,7 @@ mod tests {
 
     #[test]
     fn check_and_hit_admits_exactly_the_limit_and_cleanup_forgets_keys() {
-        let limiter = SeedLimiter::new(Limit::new(2, 10).unwrap());
+        let limiter = DequeLimiter::new(Limit::new(2, 10).unwrap());
         assert!(limiter.check_and_hit(&1u64, 0));
         assert!(limiter.check_and_hit(&1, 1));
         assert!(!limiter.check_and_hit(&1, 9));
