@@ -24,6 +24,7 @@
 //! their own two variants. [`runner`] is the comparison run itself, callable from any binary.
 
 pub mod clock;
+pub mod deque_baseline;
 pub mod drive;
 pub mod floor;
 pub mod peers;
@@ -32,7 +33,6 @@ pub mod pool_cells;
 pub mod provenance;
 pub mod rng;
 pub mod runner;
-pub mod deque_baseline;
 pub mod target;
 pub mod variants;
 pub mod workload;
