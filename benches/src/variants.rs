@@ -10,9 +10,9 @@ use slidelimit_per_key_lock::PerKeyLockLimiter;
 use slidelimit_rwlock::RwLockLimiter;
 
 use crate::clock::BenchClock;
+use crate::deque_baseline::DequeLimiter;
 use crate::floor::Floor;
 use crate::peers::{GovernorDirect, GovernorKeyed};
-use crate::deque_baseline::DequeLimiter;
 use crate::target::{Ours, Target};
 use crate::workload::{Mix, Workload};
 
