@@ -1,6 +1,7 @@
 //! What a snapshot costs: bytes per key in JSON and in postcard, and the time to save and
-//! restore a limiter of many keys, for the lock-free and the global-mutex limiter with the
-//! exact log and the rolling buckets. Writes `results/snapshot.md` unless told otherwise.
+//! restore a limiter of many keys, and to import the same hits as a usage log in random
+//! order, for the lock-free and the global-mutex limiter with the exact log and the rolling
+//! buckets. Writes `results/snapshot.md` unless told otherwise.
 //!
 //! ```text
 //! cargo run --release -p slidelimit-bench --bin snapshot_cost -- [KEYS] [--out FILE | --out -]
@@ -39,22 +40,34 @@ struct Row {
     postcard_encode: Duration,
     postcard_decode: Duration,
     restore: Duration,
+    /// `import_usage` of every `(key, tick, weight)` record of the fill, in random order.
+    import: Duration,
 }
 
-fn fill<L: RateLimiter<u64>>(limiter: &L, keys: usize, weighted: bool) -> u64 {
-    let now = 10 * WINDOW_MS;
+const NOW: u64 = 10 * WINDOW_MS;
+
+/// Every `(key, tick, weight)` hit of the fill, in key order.
+fn usage(keys: usize, weighted: bool) -> Vec<(u64, u64, u64)> {
+    let mut records = Vec::with_capacity(keys * HITS_PER_KEY as usize);
     for key in 0..keys as u64 {
         for hit in 0..HITS_PER_KEY {
-            let t = now - mix64(key * HITS_PER_KEY + hit) % WINDOW_MS;
+            let t = NOW - mix64(key * HITS_PER_KEY + hit) % WINDOW_MS;
             let weight = if weighted {
                 1 + mix64(key ^ hit) % 50
             } else {
                 1
             };
-            let _ = limiter.hit_n(&key, t, weight);
+            records.push((key, t, weight));
         }
     }
-    now
+    records
+}
+
+fn fill<L: RateLimiter<u64>>(limiter: &L, records: &[(u64, u64, u64)]) -> u64 {
+    for &(key, t, weight) in records {
+        let _ = limiter.hit_n(&key, t, weight);
+    }
+    NOW
 }
 
 fn measure<L, W>(variant: &'static str, window: W, keys: usize, build: impl Fn(W) -> L) -> Row
@@ -68,8 +81,9 @@ where
     } else {
         "exact log"
     };
+    let records = usage(keys, weighted);
     let original = build(window.clone());
-    let now = fill(&original, keys, weighted);
+    let now = fill(&original, &records);
 
     let started = Instant::now();
     let snapshot = original.snapshot(now);
@@ -91,13 +105,23 @@ where
     let decoded = Snapshot::<u64>::from_bytes(&bytes).expect("our own bytes decode");
     let postcard_decode = started.elapsed();
 
-    let restored = build(window);
+    let restored = build(window.clone());
     let started = Instant::now();
     restored
         .restore(&decoded, now, Conversion::Exact)
         .expect("our own snapshot restores");
     let restore = started.elapsed();
     assert_eq!(restored.tracked_keys(), keys);
+    drop(restored);
+
+    // The same hits as a usage log in random order (a fixed permutation by a mixed rank).
+    let mut shuffled = records;
+    shuffled.sort_unstable_by_key(|&(key, t, _)| mix64(key ^ t.rotate_left(32)));
+    let imported = build(window);
+    let started = Instant::now();
+    let summary = imported.import_usage(&mut shuffled.into_iter(), now);
+    let import = started.elapsed();
+    assert_eq!(summary.keys, keys, "every key is imported");
     Row {
         variant,
         window: name,
@@ -109,6 +133,7 @@ where
         postcard_encode,
         postcard_decode,
         restore,
+        import,
     }
 }
 
@@ -162,13 +187,16 @@ fn main() -> ExitCode {
     let mut table = String::new();
     let _ = writeln!(
         table,
-        "| variant | window | keys | snapshot (ms) | JSON B/key | JSON encode (ms) | postcard B/key | postcard encode (ms) | postcard decode (ms) | restore (ms) |"
+        "| variant | window | keys | snapshot (ms) | JSON B/key | JSON encode (ms) | postcard B/key | postcard encode (ms) | postcard decode (ms) | restore (ms) | import, random order (ms) |"
     );
-    let _ = writeln!(table, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        table,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for row in &rows {
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {} | {:.1} | {} | {:.1} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {:.1} | {} | {:.1} | {} | {} | {} | {} |",
             row.variant,
             row.window,
             row.keys,
@@ -179,6 +207,7 @@ fn main() -> ExitCode {
             ms(row.postcard_encode),
             ms(row.postcard_decode),
             ms(row.restore),
+            ms(row.import),
         );
     }
     let Some(path) = out else {
@@ -193,7 +222,7 @@ fn main() -> ExitCode {
         "{keys} keys, {HITS_PER_KEY} hits each spread over the last window (exact log: limit 10 per 60,000 ms ticks; \
          buckets: limit 1,000 per 60,000 ms in 10 buckets, weights 1-50). `snapshot` reads every key \
          (one thread, no other load); `restore` installs every key into an empty limiter of the same \
-         variant. Sizes are the encoded snapshot divided by the keys (keys are `u64`).\n"
+         variant; `import` builds the same state from the fill's hits as `(key, tick, weight)` records in random order. Sizes are the encoded snapshot divided by the keys (keys are `u64`).\n"
     );
     let _ = writeln!(report, "| | |\n|---|---|");
     let _ = writeln!(

@@ -263,7 +263,8 @@ pub trait SavedState<K> {
     /// each had been recorded by `hit_n` (ticks capped at `now`; the exact log keeps each
     /// key's newest `max_requests` hits and carries the rest, see
     /// [`crate::window::state`]), replacing the state of the keys they name. O(r) for r
-    /// records in any order (a radix sort by tick, then one pass grouping them by key).
+    /// records in any order (one pass grouping them by key, then each key's list sorted by
+    /// tick: a short list by comparison, a long one by a radix sort).
     fn import_usage(&self, records: &mut dyn Iterator<Item = (K, u64, u64)>, now: u64) -> Restored;
 }
 
@@ -376,50 +377,56 @@ pub(crate) fn saved_key<K>(
 }
 
 /// Groups usage records by key into window states (see [`SavedState::import_usage`]), in
-/// O(r) for r records in any order: one radix sort of every record by tick (at most eight
-/// passes of a byte each, skipping the bytes all ticks share), then one pass that appends
-/// each record to its key's list, which therefore arrives sorted.
+/// O(r) for r records in any order: one pass appends each record to its key's list, then
+/// each list is sorted by tick, a short one (at most [`SHORT_LIST`] records, a bounded cost
+/// each) by comparison, a longer one by a radix sort.
 pub(crate) fn group_usage<K: Hash + Eq>(
     records: &mut dyn Iterator<Item = (K, u64, u64)>,
     now: u64,
 ) -> Vec<(K, WindowState)> {
     let now = now.min(MAX_TICK);
-    let mut keys: Vec<Option<K>> = Vec::new();
-    let mut stamped: Vec<(u64, u64, usize)> = Vec::new();
+    // The key maps' own hasher: randomly seeded, so chosen keys cannot aim at one bucket.
+    let mut by_key: std::collections::HashMap<K, Vec<(u64, u64)>, crate::keyed::KeyHasher> =
+        std::collections::HashMap::default();
     for (key, tick, weight) in records {
-        stamped.push((tick.min(now), weight, keys.len()));
-        keys.push(Some(key));
-    }
-    radix_sort_by_tick(&mut stamped);
-    let mut by_key: std::collections::HashMap<K, Vec<(u64, u64)>> =
-        std::collections::HashMap::new();
-    for (tick, weight, index) in stamped {
-        if let Some(key) = keys[index].take() {
-            by_key.entry(key).or_default().push((tick, weight));
-        }
+        by_key.entry(key).or_default().push((tick.min(now), weight));
     }
     by_key
         .into_iter()
-        .map(|(key, records)| (key, WindowState::from_sorted(records)))
+        .map(|(key, mut records)| {
+            sort_by_tick(&mut records);
+            (key, WindowState::from_sorted(records))
+        })
         .collect()
 }
 
-/// Sorts `(tick, weight, index)` records by tick, stably, in O(r): least significant byte
-/// first, one counting pass per byte in which the ticks differ.
-fn radix_sort_by_tick(records: &mut Vec<(u64, u64, usize)>) {
+/// Up to this many records, a key's list is sorted by comparison (at most
+/// `SHORT_LIST · log2(SHORT_LIST)` steps, a constant); above it, by radix.
+const SHORT_LIST: usize = 64;
+
+/// Sorts `(tick, weight)` records by tick in O(n).
+fn sort_by_tick(records: &mut Vec<(u64, u64)>) {
+    if records.len() <= SHORT_LIST {
+        records.sort_unstable_by_key(|&(tick, _)| tick);
+    } else {
+        radix_sort_by_tick(records);
+    }
+}
+
+/// Sorts `(tick, weight)` records by tick, stably, in O(n): least significant byte first, one
+/// counting pass per byte in which the ticks differ.
+fn radix_sort_by_tick(records: &mut Vec<(u64, u64)>) {
     let (all_or, all_and) = records
         .iter()
-        .fold((0u64, u64::MAX), |(or, and), &(tick, _, _)| {
-            (or | tick, and & tick)
-        });
+        .fold((0u64, u64::MAX), |(or, and), &(tick, _)| (or | tick, and & tick));
     let differing = all_or ^ all_and;
-    let mut scratch = vec![(0u64, 0u64, 0usize); records.len()];
+    let mut scratch = vec![(0u64, 0u64); records.len()];
     for shift in (0..64).step_by(8) {
         if (differing >> shift) & 0xFF == 0 {
             continue;
         }
         let mut starts = [0usize; 257];
-        for &(tick, _, _) in records.iter() {
+        for &(tick, _) in records.iter() {
             starts[((tick >> shift) & 0xFF) as usize + 1] += 1;
         }
         for byte in 0..256 {
@@ -497,13 +504,13 @@ mod tests {
         fn radix_sort_is_a_stable_sort_by_tick(
             ticks in proptest::collection::vec(
                 prop_oneof![0u64..300, any::<u64>(), (0u64..4).prop_map(|b| b << 40)],
-                0..200,
+                0..300,
             ),
         ) {
-            let mut records: Vec<(u64, u64, usize)> =
-                ticks.iter().enumerate().map(|(i, &t)| (t, 1, i)).collect();
+            let mut records: Vec<(u64, u64)> =
+                ticks.iter().enumerate().map(|(i, &t)| (t, i as u64)).collect();
             let mut expected = records.clone();
-            expected.sort_by_key(|&(tick, _, _)| tick);
+            expected.sort_by_key(|&(tick, _)| tick);
             radix_sort_by_tick(&mut records);
             prop_assert_eq!(records, expected);
         }
@@ -511,7 +518,10 @@ mod tests {
         /// Grouping equals building each key's state from its records in any order.
         #[test]
         fn grouping_equals_per_key_sorting(
-            records in proptest::collection::vec((0u8..5, any::<u64>(), 0u64..4), 0..120),
+            records in proptest::collection::vec(
+                (0u8..3, prop_oneof![any::<u64>(), 0u64..500], 0u64..4),
+                0..400,
+            ),
             now in any::<u64>(),
         ) {
             let mut grouped = group_usage(&mut records.iter().copied(), now);
