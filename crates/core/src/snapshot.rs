@@ -418,7 +418,9 @@ fn sort_by_tick(records: &mut Vec<(u64, u64)>) {
 fn radix_sort_by_tick(records: &mut Vec<(u64, u64)>) {
     let (all_or, all_and) = records
         .iter()
-        .fold((0u64, u64::MAX), |(or, and), &(tick, _)| (or | tick, and & tick));
+        .fold((0u64, u64::MAX), |(or, and), &(tick, _)| {
+            (or | tick, and & tick)
+        });
     let differing = all_or ^ all_and;
     let mut scratch = vec![(0u64, 0u64); records.len()];
     for shift in (0..64).step_by(8) {
