@@ -8,9 +8,9 @@
 
 use std::collections::VecDeque;
 
-/// The latest tick a limiter records: it treats `u64::MAX` and `u64::MAX - 1` as this, which
-/// keeps every hit inside its own window (`s + W > s`).
-const MAX_TICK: u64 = u64::MAX - 2;
+// The latest tick a limiter records (it treats `u64::MAX` and `u64::MAX - 1` as this), so
+// the peak clamps ticks the way the limiters do.
+use slidelimit::raw::MAX_TICK;
 
 /// The most weight that `hits` (`(tick, weight)`, any order) put in one window of
 /// `window_ticks`. Sorts `hits`.

@@ -97,6 +97,8 @@ pub struct Server {
 
 impl Server {
     pub fn calls(&self) -> usize {
+        // Pairs with the handlers' fetch_add, read after their responses arrived; SeqCst on
+        // a test counter, so the count needs no argument about what else orders it.
         self.calls.load(Ordering::SeqCst)
     }
 }
@@ -114,6 +116,7 @@ pub fn counted_router(calls: &Arc<AtomicUsize>) -> Router {
         .route(
             "/",
             get(move || async move {
+                // Pairs with `Server::calls`' load (SeqCst: a test counter, cost irrelevant).
                 a.fetch_add(1, Ordering::SeqCst);
                 "root"
             }),
@@ -121,6 +124,7 @@ pub fn counted_router(calls: &Arc<AtomicUsize>) -> Router {
         .route(
             "/other",
             get(move || async move {
+                // Pairs with `Server::calls`' load (SeqCst: a test counter, cost irrelevant).
                 b.fetch_add(1, Ordering::SeqCst);
                 "other"
             }),
@@ -164,6 +168,7 @@ where
                 })
                 .layer(layer.clone())
                 .service_fn(move |_request: Request<Incoming>| {
+                    // Pairs with `Server::calls`' load (SeqCst: a test counter).
                     calls.fetch_add(1, Ordering::SeqCst);
                     async { Ok::<_, Infallible>(Response::new(String::from("hyper"))) }
                 });
