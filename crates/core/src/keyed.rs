@@ -368,6 +368,19 @@ impl<W: Algorithm> KeyPolicy<W> {
         self.clamp_status(empty, watermark, now)
     }
 
+    /// `allowed_n` for a key with no state whose limit is `limit`: what an empty window
+    /// answers (room for any weight up to `max_requests`, for both algorithms), as the
+    /// watermark lets it be seen, so that `check_and_hit_n` agrees.
+    fn allowed_of_unknown_key(
+        &self,
+        limit: crate::Limit,
+        watermark: u64,
+        now: u64,
+        n: u64,
+    ) -> bool {
+        now >= watermark && n <= limit.max_requests()
+    }
+
     /// A status as the decisions see it: nothing remains below the key's watermark.
     fn clamp_status(&self, status: crate::Status, watermark: u64, now: u64) -> crate::Status {
         if now < watermark {

@@ -66,6 +66,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::hash::Hash;
 
+use crate::window::state::Forgotten;
 use crate::window::{StateError, WindowKind, WindowState, MAX_TICK};
 use crate::{Limit, LimitError};
 
@@ -289,6 +290,8 @@ impl<K> Snapshot<K> {
             let limit = Limit::new(saved.limit.0, saved.limit.1).map_err(SnapshotError::Limit)?;
             let state = WindowState::from_parts(saved.usage.clone(), saved.newest_tick)
                 .map_err(|error| SnapshotError::State { index, error })?;
+            // What the saving window may have forgotten follows from its shape and limit.
+            let state = state.with_forgotten(forgotten_by(self.window, limit, saved.newest_tick));
             if over_limit(&state, limit, self.window) {
                 return Err(SnapshotError::OverLimit { index });
             }
@@ -346,6 +349,29 @@ impl<K> Snapshot<K> {
             removal_floor,
             keys: Vec::new(),
             tombstones: Vec::new(),
+        }
+    }
+}
+
+/// What a window of shape `window` and limit `limit`, whose newest tick is `newest_tick`, may
+/// have forgotten (see [`crate::window::state`]): an exact log, its slots' earlier hits; the
+/// rolling buckets, the buckets their head has passed (all of them, most conservatively,
+/// if the saved shape is not a valid configuration).
+fn forgotten_by(window: SavedWindow, limit: Limit, newest_tick: u64) -> Option<Forgotten> {
+    match window {
+        SavedWindow::ExactLog => Some(Forgotten::Chains {
+            window_ticks: limit.window_ticks(),
+        }),
+        SavedWindow::RollingBuckets(buckets, lateness) => {
+            match crate::window::buckets::RollingBuckets::new(limit, buckets)
+                .and_then(|window| window.lateness_buckets(lateness))
+            {
+                Ok(window) => window.dropped_by(newest_tick),
+                Err(_) => Some(Forgotten::Dropped {
+                    through_tick: newest_tick,
+                    window_ticks: limit.window_ticks(),
+                }),
+            }
         }
     }
 }

@@ -328,9 +328,11 @@ where
         result
     }
 
-    /// Runs `op` on the entry of `key` if there is one, never creating it.
-    #[inline]
-    fn with_existing<Q, R>(&self, key: &Q, op: impl Fn(u64, &E) -> Result<R, Retired>) -> Option<R>
+    /// Runs a read-only `op` on the entry of `key` if there is one, as the key's current
+    /// limit sees it, never creating or replacing an entry: on an entry built for an older
+    /// limit, `op` runs on a converted copy, so a read changes no later answer (the key's
+    /// next write converts the entry itself, from the same state).
+    fn read_existing<Q, R>(&self, key: &Q, op: impl Fn(u64, &E) -> Result<R, Retired>) -> Option<R>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
@@ -338,8 +340,17 @@ where
         loop {
             let version = self.limits.version();
             match self.map.get_with(key, |entry| {
-                self.ensure_current_limit(key, entry, version)?;
-                op(self.watermark_of(key, entry), entry)
+                let watermark = self.watermark_of(key, entry);
+                if entry.limits_version() == version {
+                    return op(watermark, entry);
+                }
+                let (version, window) = self.limits.resolve(key);
+                if entry.limit() == window.limit() {
+                    entry.confirm_limits_version(version);
+                    return op(watermark, entry);
+                }
+                let converted = E::from_state(&window, &entry.export()?, version, watermark);
+                op(watermark, &converted)
             }) {
                 None => return None,
                 Some(Ok(result)) => return Some(result),
@@ -496,13 +507,20 @@ where
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.limits.check_weight(&self.policy.window, n)?;
-        let verdict = self.with_existing(key, |watermark, entry| {
+        let verdict = self.read_existing(key, |watermark, entry| {
             if now < watermark {
                 return Ok(false);
             }
             entry.allowed_n(now, n)
         });
-        Ok(verdict.unwrap_or_else(|| now >= self.removal_watermark(key)))
+        Ok(verdict.unwrap_or_else(|| {
+            self.policy.allowed_of_unknown_key(
+                self.limits.resolve(key).1.limit(),
+                self.removal_watermark(key),
+                now,
+                n,
+            )
+        }))
     }
 
     /// [`RateLimiter::check_and_hit_n`], asked with any borrowed form of the key.
@@ -531,7 +549,7 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        self.with_existing(key, |watermark, entry| {
+        self.read_existing(key, |watermark, entry| {
             Ok(self.policy.clamp_status(entry.status(now)?, watermark, now))
         })
         .unwrap_or_else(|| {
@@ -624,7 +642,7 @@ where
             self.map.for_each_in_shard(shard, |key, _| {
                 // Through the lookup: an entry retired meanwhile is looked up again, a stale
                 // limit brought up to date first.
-                let saved = self.with_existing(key, |watermark, entry| {
+                let saved = self.read_existing(key, |watermark, entry| {
                     let state = entry.export()?;
                     Ok(saved_key(key.clone(), entry.limit(), watermark, &state))
                 });
@@ -654,7 +672,7 @@ where
         );
         snapshot
             .keys
-            .extend(self.with_existing(key, |watermark, entry| {
+            .extend(self.read_existing(key, |watermark, entry| {
                 let state = entry.export()?;
                 Ok(saved_key(key.clone(), entry.limit(), watermark, &state))
             }));

@@ -187,7 +187,12 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
                         window.allowed_n(now, n)
                     })
             }
-            None => now >= self.removal_watermark(self.policy.shard_of(key), key),
+            None => self.policy.allowed_of_unknown_key(
+                self.limits.resolve(key).1.limit(),
+                self.removal_watermark(self.policy.shard_of(key), key),
+                now,
+                n,
+            ),
         })
     }
 

@@ -285,6 +285,12 @@ impl RollingBuckets {
             .saturating_add((self.lateness + 1).saturating_mul(self.bucket_ticks))
     }
 
+    /// What these buckets may have dropped once their newest tick is `newest_tick`.
+    pub(crate) fn dropped_by(&self, newest_tick: u64) -> Option<crate::window::state::Forgotten> {
+        let geometry = self.geometry();
+        state::dropped_before(geometry, geometry.epoch(newest_tick))
+    }
+
     const fn geometry(&self) -> Geometry {
         Geometry {
             window_ticks: self.limit.window_ticks(),
@@ -343,12 +349,14 @@ impl Algorithm for RollingBuckets {
     }
 
     fn sequential_from(&self, state: &WindowState) -> SequentialBuckets {
-        let (word, cleaned, buckets) = state::words_from_state(self.geometry(), state);
+        let state = state.for_target(self.limit.window_ticks(), self.limit.max_requests());
+        let (word, cleaned, buckets) = state::words_from_state(self.geometry(), &state);
         SequentialBuckets::from_words(self.geometry(), word, cleaned, buckets)
     }
 
     fn atomic_from(&self, state: &WindowState) -> AtomicBuckets {
-        let (word, cleaned, buckets) = state::words_from_state(self.geometry(), state);
+        let state = state.for_target(self.limit.window_ticks(), self.limit.max_requests());
+        let (word, cleaned, buckets) = state::words_from_state(self.geometry(), &state);
         AtomicBuckets::from_words(self.geometry(), word, cleaned, &buckets)
     }
 }

@@ -159,11 +159,13 @@ impl Algorithm for ExactLog {
     }
 
     fn sequential_from(&self, state: &WindowState) -> SequentialRing {
+        let state = state.for_target(self.limit.window_ticks(), self.limit.max_requests());
         let (values, carried) = state.to_slot_values(capacity_of(self.limit));
         SequentialRing::from_slot_values(self.limit, values, carried)
     }
 
     fn atomic_from(&self, state: &WindowState) -> AtomicRing {
+        let state = state.for_target(self.limit.window_ticks(), self.limit.max_requests());
         let (values, carried) = state.to_slot_values(capacity_of(self.limit));
         AtomicRing::from_slot_values(self.limit, values, carried)
     }

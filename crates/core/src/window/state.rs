@@ -34,7 +34,48 @@ use super::MAX_TICK;
 pub struct WindowState {
     usage: Vec<(u64, u64)>,
     newest_tick: u64,
+    /// What the window that exported this state may have forgotten (see [`Forgotten`]);
+    /// `None` for a complete log (usage history, an empty window).
+    forgotten: Option<Forgotten>,
 }
+
+/// Hits a window no longer holds that a *longer* window could still count, described by the
+/// rule that bounds them, so that a conversion into a longer window can assume the busiest
+/// history the rule allows (see [`WindowState::for_target`]). A conversion into a window no
+/// longer than the source's needs none of it (the module docs say why).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Forgotten {
+    /// The exact log over `window_ticks`: a ring slot is written only over a value that has
+    /// left the window (`s + W <= now`, and values only grow), so every hit held may have
+    /// been preceded, in its slot, by earlier hits at least `window_ticks` apart, the newest
+    /// of them at least `window_ticks` before it. Nothing else is forgotten.
+    Chains {
+        /// The source window's length `W`.
+        window_ticks: u64,
+    },
+    /// The rolling buckets: weight at ticks up to `through_tick` may have been dropped
+    /// with its buckets, how much is not known (forced hits are not bounded by the limit).
+    Dropped {
+        /// The last tick of the newest bucket that may have been dropped.
+        through_tick: u64,
+        /// The source window's length `W`: a dropped bucket had left every window of
+        /// this length that the source still admitted calls for.
+        window_ticks: u64,
+    },
+}
+
+impl Forgotten {
+    /// The source window's length.
+    const fn window_ticks(self) -> u64 {
+        match self {
+            Self::Chains { window_ticks } | Self::Dropped { window_ticks, .. } => window_ticks,
+        }
+    }
+}
+
+/// A weight that fills any window: more than the largest `max_requests` a limit may have.
+/// An assumed hit of this weight at `t` stands for "as many as it takes" while `t` is live.
+const FILLS_ANY_WINDOW: u64 = crate::MAX_REQUESTS + 1;
 
 /// Why a [`WindowState`] could not be built from raw parts.
 #[non_exhaustive]
@@ -86,6 +127,7 @@ impl WindowState {
         Self {
             usage: Vec::new(),
             newest_tick: 0,
+            forgotten: None,
         }
     }
 
@@ -116,7 +158,11 @@ impl WindowState {
                 .ok_or(StateError::WeightOverflow)?;
             previous = Some(tick);
         }
-        Ok(Self { usage, newest_tick })
+        Ok(Self {
+            usage,
+            newest_tick,
+            forgotten: None,
+        })
     }
 
     /// A state from records in any order, ticks clamped to [`MAX_TICK`], weights of zero
@@ -143,7 +189,11 @@ impl WindowState {
             }
         }
         let newest_tick = usage.last().map_or(0, |&(tick, _)| tick);
-        Self { usage, newest_tick }
+        Self {
+            usage,
+            newest_tick,
+            forgotten: None,
+        }
     }
 
     /// The `(tick, weight)` records, ascending by tick.
@@ -183,9 +233,20 @@ impl WindowState {
                 _ => usage.push((tick, weight)),
             }
         }
+        let forgotten = match self.forgotten {
+            Some(Forgotten::Dropped {
+                through_tick,
+                window_ticks,
+            }) => Some(Forgotten::Dropped {
+                through_tick: through_tick.min(now),
+                window_ticks,
+            }),
+            other => other,
+        };
         Self {
             usage,
             newest_tick: now,
+            forgotten,
         }
     }
 
@@ -195,11 +256,18 @@ impl WindowState {
         self
     }
 
+    /// The state with what its source window may have forgotten (see [`Forgotten`]).
+    pub(crate) fn with_forgotten(mut self, forgotten: Option<Forgotten>) -> Self {
+        self.forgotten = forgotten;
+        self
+    }
+
     /// Builds a state from the exact log's slot values (`tick + 1`, 0 empty), any order, and
-    /// the hits it carries (see [`Carried`]).
+    /// the hits it carries (see [`Carried`]), for a ring over `window_ticks`.
     pub(crate) fn from_slot_values(
         values: impl IntoIterator<Item = u64>,
         carried: Carried,
+        window_ticks: u64,
     ) -> Self {
         let mut ticks: Vec<u64> = values
             .into_iter()
@@ -218,7 +286,81 @@ impl WindowState {
             }
         }
         let newest_tick = usage.last().map_or(0, |&(tick, _)| tick);
-        Self { usage, newest_tick }
+        Self {
+            usage,
+            newest_tick,
+            forgotten: Some(Forgotten::Chains { window_ticks }),
+        }
+    }
+
+    /// The state as a window of `target_window_ticks` and `target_max` must see it: itself,
+    /// unless the target window is longer than the source's and the source may have
+    /// forgotten hits; then with the busiest history [`Forgotten`] allows added as assumed
+    /// hits, newest first, until they alone fill the target (the last of them weighs
+    /// [`FILLS_ANY_WINDOW`], standing for every older one). Each forgotten hit is matched
+    /// with an assumed hit at the same tick or later, so the result counts at least as much
+    /// as the true history in every window: the conversion that follows stays conservative.
+    /// O((r + target_max) log r) for r records; limit changes and restores only.
+    #[must_use]
+    pub(crate) fn for_target(
+        &self,
+        target_window_ticks: u64,
+        target_max: u64,
+    ) -> std::borrow::Cow<'_, Self> {
+        use std::collections::BinaryHeap;
+        let Some(forgotten) = self.forgotten else {
+            return std::borrow::Cow::Borrowed(self);
+        };
+        let step = forgotten.window_ticks();
+        if target_window_ticks <= step {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        // Each source of assumed hits: (its next tick, its weight), stepping back by `step`.
+        let mut sources: BinaryHeap<(u64, u64)> = match forgotten {
+            Forgotten::Chains { .. } => self
+                .usage
+                .iter()
+                .filter(|&&(tick, _)| tick >= step)
+                .map(|&(tick, weight)| (tick - step, weight))
+                .collect(),
+            // As many as it takes, at the newest tick they may have: the target refuses
+            // until the source's dropped span has left its window.
+            Forgotten::Dropped { through_tick, .. } => {
+                BinaryHeap::from([(through_tick, FILLS_ANY_WINDOW)])
+            }
+        };
+        let mut assumed: Vec<(u64, u64)> = Vec::new();
+        let mut assumed_weight = 0u64;
+        while let Some((tick, mut weight)) = sources.pop() {
+            // Merge every source at the same tick.
+            while let Some(&(next, more)) = sources.peek() {
+                if next != tick {
+                    break;
+                }
+                sources.pop();
+                weight = weight.saturating_add(more);
+            }
+            if assumed_weight.saturating_add(weight) >= target_max {
+                // Enough to fill the target while this tick is live; older assumed hits
+                // would only count while it does.
+                assumed.push((tick, FILLS_ANY_WINDOW));
+                break;
+            }
+            assumed.push((tick, weight));
+            assumed_weight += weight;
+            if tick >= step {
+                // Every merged chain steps back by the same `step`: they stay merged, so
+                // one entry serves them all.
+                sources.push((tick - step, weight));
+            }
+        }
+        let mut records = self.usage.clone();
+        records.extend(assumed);
+        let mut state = Self::from_unordered(records).with_newest_tick(self.newest_tick);
+        // The assumed history is part of the state now: it is complete as far as any
+        // window up to the target's is concerned.
+        state.forgotten = None;
+        std::borrow::Cow::Owned(state)
     }
 
     /// The `capacity` newest hits as the exact log's slot values (`tick + 1`), ascending,
@@ -268,7 +410,7 @@ mod tests {
 
     #[test]
     fn slot_values_keep_the_newest_hits_in_time_order() {
-        let state = WindowState::from_slot_values([0, 6, 3, 6, 9], Carried::NONE);
+        let state = WindowState::from_slot_values([0, 6, 3, 6, 9], Carried::NONE, 10);
         assert_eq!(state.usage(), &[(2, 1), (5, 2), (8, 1)]);
         assert_eq!(state.newest_tick(), 8);
         let (values, carried) = state.to_slot_values(2);
@@ -279,10 +421,59 @@ mod tests {
             "the hit at 2 counts at 5"
         );
         assert_eq!(
-            WindowState::from_slot_values(values, carried).usage(),
+            WindowState::from_slot_values(values, carried, 10).usage(),
             &[(5, 3), (8, 1)]
         );
         assert_eq!(state.to_slot_values(6).0, vec![0, 0, 3, 6, 6, 9]);
+    }
+
+    #[test]
+    fn a_longer_target_assumes_the_busiest_history_of_each_slot() {
+        use super::FILLS_ANY_WINDOW;
+        // 2 per 10: the ring holds 1 and 30 (10 replaced 0, 30 replaced 10).
+        let state = WindowState::from_slot_values([31, 2], Carried::NONE, 10);
+        assert!(
+            matches!(state.for_target(10, 2), std::borrow::Cow::Borrowed(_)),
+            "a window no longer than the source's needs nothing assumed"
+        );
+        let longer = state.for_target(25, 2);
+        assert_eq!(
+            longer.usage(),
+            &[(1, 1), (10, FILLS_ANY_WINDOW), (20, 1), (30, 1)],
+            "30's slot may have held 20, 10, ...: the last assumed stands for all older"
+        );
+        assert_eq!(longer.newest_tick(), 30);
+        let (values, carried) = longer.to_slot_values(2);
+        assert_eq!(values, vec![21, 31], "(5, 30] is full under 2 per 25");
+        assert_eq!(carried.tick, 10);
+        // A complete log (usage history) assumes nothing.
+        let complete = WindowState::from_unordered(vec![(1, 1), (30, 1)]);
+        assert!(matches!(
+            complete.for_target(25, 2),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn dropped_buckets_fill_a_longer_target_at_their_last_tick() {
+        use super::{Forgotten, FILLS_ANY_WINDOW};
+        let state = WindowState::from_parts(vec![(31, 1)], 31)
+            .unwrap()
+            .with_forgotten(Some(Forgotten::Dropped {
+                through_tick: 3,
+                window_ticks: 20,
+            }));
+        assert_eq!(
+            state.for_target(40, 2).usage(),
+            &[(3, FILLS_ANY_WINDOW), (31, 1)]
+        );
+        assert_eq!(state.for_target(20, 2).usage(), &[(31, 1)]);
+        // The clock-skew cap never leaves an assumed tick above `now`.
+        let capped = state.capped_at(2);
+        assert_eq!(
+            capped.for_target(40, 2).usage(),
+            &[(2, FILLS_ANY_WINDOW + 1)]
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod bad_input;
 mod buckets;
 mod edges;
 mod limit;
+mod limit_changes;
 mod memory;
 mod pool;
 mod properties;

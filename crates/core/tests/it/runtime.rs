@@ -31,7 +31,7 @@ where
 }
 
 /// The four variants with `window` (the exact log or the buckets), shareable.
-fn variants_with<K, W>(window: W, options: Options) -> Vec<Arc<dyn Full<K>>>
+pub(crate) fn variants_with<K, W>(window: W, options: Options) -> Vec<Arc<dyn Full<K>>>
 where
     K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
     W: Algorithm,
@@ -51,7 +51,7 @@ where
 }
 
 /// Every variant with the exact log, then every variant with 5 rolling buckets.
-fn every_limiter<K>(max_requests: u64, window_ticks: u64) -> Vec<Arc<dyn Full<K>>>
+pub(crate) fn every_limiter<K>(max_requests: u64, window_ticks: u64) -> Vec<Arc<dyn Full<K>>>
 where
     K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
 {
@@ -64,7 +64,7 @@ where
     all
 }
 
-fn describe(limiter: &dyn Full<u64>) -> String {
+pub(crate) fn describe(limiter: &dyn Full<u64>) -> String {
     format!("{} {}", limiter.name(), limiter.algorithm())
 }
 

@@ -3,6 +3,7 @@
 
 use super::packed::{decode, low, pack, MAX_TOTAL_WEIGHT};
 use super::Geometry;
+use crate::window::state::Forgotten;
 use crate::window::{WindowState, MAX_TICK};
 
 /// The last tick of epoch `epoch`: the latest tick any weight in its bucket can have.
@@ -37,7 +38,21 @@ pub(super) fn export_words(
     if in_flight > 0 {
         usage.push((last_tick(geometry, head), in_flight));
     }
-    WindowState::from_unordered(usage).with_newest_tick(last_tick(geometry, head))
+    WindowState::from_unordered(usage)
+        .with_newest_tick(last_tick(geometry, head))
+        .with_forgotten(dropped_before(geometry, head))
+}
+
+/// What buckets whose head is at epoch `head` may have dropped: every epoch the head has
+/// passed by the physical bucket count (`None` while it has passed none).
+pub(super) fn dropped_before(geometry: Geometry, head: u64) -> Option<Forgotten> {
+    // The oldest epoch still retained at `head`; every older one may have been dropped.
+    let oldest_retained = (head + 1).checked_sub(geometry.physical)?;
+    let through_tick = last_tick(geometry, oldest_retained.checked_sub(1)?);
+    Some(Forgotten::Dropped {
+        through_tick,
+        window_ticks: geometry.window_ticks,
+    })
 }
 
 /// The words of a window holding `state`: `(head word, cleaned, buckets)`, recycling complete

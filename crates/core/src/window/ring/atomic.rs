@@ -354,11 +354,19 @@ impl AtomicWindow for AtomicRing {
             if attempts < OPTIMISTIC_ATTEMPTS {
                 attempts += 1;
                 if let Some(values) = self.double_collect()? {
-                    return Ok(WindowState::from_slot_values(values, self.carried()));
+                    return Ok(WindowState::from_slot_values(
+                        values,
+                        self.carried(),
+                        self.window_ticks,
+                    ));
                 }
             } else if let Some(values) = self.resort_capturing() {
                 // Every slot was sealed while the values were taken: one moment's content.
-                return Ok(WindowState::from_slot_values(values, self.carried()));
+                return Ok(WindowState::from_slot_values(
+                    values,
+                    self.carried(),
+                    self.window_ticks,
+                ));
             } else if let Some(index) = self.slots().iter().position(|slot| {
                 // Acquire: pairs with the seal CASes; see settle_seal.
                 slot.load(Ordering::Acquire) == SEALED
@@ -371,7 +379,7 @@ impl AtomicWindow for AtomicRing {
     }
     fn seal_for_swap(&self) -> Option<WindowState> {
         self.seal_all()
-            .map(|values| WindowState::from_slot_values(values, self.carried()))
+            .map(|values| WindowState::from_slot_values(values, self.carried(), self.window_ticks))
     }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         // A look at the slot written last first: most entries a sweep visits are live, and

@@ -192,7 +192,7 @@ impl SequentialWindow for SequentialRing {
         limit_of(self.slots.len(), self.window_ticks)
     }
     fn export(&self) -> WindowState {
-        WindowState::from_slot_values(self.slots.iter().copied(), self.carried)
+        WindowState::from_slot_values(self.slots.iter().copied(), self.carried, self.window_ticks)
     }
     fn idle_from(&self) -> u64 {
         let newest = match self.known_order() {
