@@ -48,6 +48,7 @@ mutants=(
     "pool_skip_late_check pool"
     "pool_raise_by_load_store pool"
     "swap_without_retire limits"
+    "hit_drop_unpublished limits"
 )
 
 log=$(mktemp)

@@ -1,8 +1,9 @@
 //! Loom models of runtime limit changes on the keyed lock-free limiter (`LimitControl` on
 //! `LockFreeLimiter`): L1–L5 (lowering and raising the default racing writers, a change racing the sweeper, a per-key
 //! override, the buckets), L8 and L9 (the buckets with a sweeper,
-//! a re-sort), and L6 and L7, the weight bound under racing changes (they found a lost update
-//! in the core, fixed by running changes one at a time: see their docs).
+//! a re-sort), L6 and L7, the weight bound under racing changes (they found a lost update
+//! in the core, fixed by running changes one at a time: see their docs), and L10 (a forced
+//! hit the ring drops into its carried count, racing a raise).
 //!
 //! # The handshake under test
 //! A limit change (`set_limit`, `set_limit_for`) writes the new default or override, then
@@ -482,9 +483,42 @@ fn l9_change_vs_resort() {
     });
 }
 
+/// L10: a forced `hit` that the ring drops (older than every slot) races a raise. The ring
+/// counts such a hit as carried (no admission under the old limit needs it, a raised one
+/// does) and then publishes the count by a no-op CAS on a slot, so a replacement's seal
+/// either comes after it in that slot's order and its state counts the hit, or before it
+/// and the hit is made again in the new entry. Ring `[5]` at 1 per W; the forcer hits 2;
+/// the changer raises to 3 and asks for 6; after both, 7 must be refused: (-3, 7] holds 2,
+/// 5 and 6 (or 2 twice, if the race counted the forced hit twice, and 5).
+fn l10_dropped_forced_hit_vs_raise() {
+    check("limits::l10_dropped_forced_hit_vs_raise", || {
+        let limiter = limiter_of(1, &[(KEY, 5)]);
+        let forcer = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.hit(&KEY, 2))
+        };
+        limiter.set_limit(limit(3));
+        let admitted_6 = limiter.check_and_hit(&KEY, 6);
+        forcer.join().unwrap();
+        // 6 may be refused: a forcer that carried the hit, then met the seal, cannot tell
+        // whether the sealer read its count, so it makes the hit again in the new entry
+        // (counted twice: more refusals, never more admissions).
+        let _ = admitted_6;
+        assert!(
+            !limiter.check_and_hit(&KEY, 7),
+            "window oracle: 7 admitted with 2, 5 and 6 live under limit 3"
+        );
+    });
+}
+
 #[test]
 fn l1() {
     l1_lower_vs_writer();
+}
+
+#[test]
+fn l10() {
+    l10_dropped_forced_hit_vs_raise();
 }
 
 #[test]
@@ -534,6 +568,16 @@ fn l9() {
 /// without retiring the old entry loses a write that lands in it between the copy and the
 /// swap: in L1 the writer's 7 is admitted in the old entry after the changer copied `[5]`,
 /// the new entry holds only 5, and 16 is admitted with 7 live under limit 1.
+/// X: a dropped forced hit whose carried count is not published by a slot RMW can land in
+/// the old entry after a replacement read its state: in L10 the hit at 2 is lost, 6 and 7
+/// are both admitted with 2 live.
+#[test]
+#[cfg(slidelimit_loom_mutant = "hit_drop_unpublished")]
+#[should_panic(expected = "window oracle:")]
+fn mutant_hit_drop_unpublished_caught_by_l10() {
+    l10_dropped_forced_hit_vs_raise();
+}
+
 #[test]
 #[cfg(slidelimit_loom_mutant = "swap_without_retire")]
 #[should_panic(expected = "window oracle:")]

@@ -222,6 +222,18 @@ pub(super) trait RingCells {
     fn set_cursor(&mut self, index: usize);
     fn blocked_until(&self) -> u64;
     fn raise_blocked_until(&mut self, tick: u64);
+    /// Counts a live hit (slot value `value`) that `hit` is about to replace as *carried*
+    /// (see [`crate::window::state::Carried`]): the ring forgets it, but a later raise of the
+    /// limit must count it. Called before the replacing write, so a reader that sees the
+    /// write sees the count (a write that then fails leaves one hit counted twice, which
+    /// only ever refuses more).
+    fn carry_dropped(&mut self, value: u64);
+    /// After [`RingCells::carry_dropped`] with no slot write to follow: orders the carried
+    /// count before any later seal of the ring, by a read-modify-write of slot `index` that
+    /// leaves its value as it is (the seal handshake is a CAS on every slot, so a seal either
+    /// comes later in that slot's modification order, and its sealer then reads the count, or
+    /// earlier, and the caller meets it: `Err(Retired)`, look the key up again).
+    fn publish_carried(&mut self, index: usize, value: u64) -> Result<(), Retired>;
 
     /// `Some(index)` when the cells know that the ring is rotation-sorted with its oldest
     /// value at `index` (ascending from there around the ring). Only the sequential form,

@@ -386,11 +386,11 @@ impl WindowState {
     }
 }
 
-/// Hits an exact log no longer has slots for, after its limit was lowered: their number and
-/// the newest of their ticks. They can decide no admission under the lowered limit (each is
-/// older than every hit in the ring), but a later raise must count them again while they may
-/// be live, so the ring keeps them and exports them, all at the newest of their ticks (later,
-/// never earlier).
+/// Hits an exact log no longer has slots for, after its limit was lowered or a forced `hit`
+/// replaced a live one: their number and the newest of their ticks. They can decide no
+/// admission under the current limit (each is older than every hit in the ring), but a later
+/// raise must count them again while they may be live, so the ring keeps them and exports
+/// them, all at the newest of their ticks (later, never earlier).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Carried {
     /// The newest tick among them.
@@ -402,6 +402,15 @@ pub(crate) struct Carried {
 impl Carried {
     /// No hit carried.
     pub(crate) const NONE: Self = Self { tick: 0, count: 0 };
+
+    /// These hits and one more at `tick`, dropped from a ring whose values are all at or
+    /// above it.
+    pub(crate) fn with_dropped(self, tick: u64) -> Self {
+        Self {
+            tick: self.tick.max(tick),
+            count: self.count.saturating_add(1),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -110,6 +110,25 @@ fn rolling_buckets_refuse_until_the_dropped_span_left_a_longer_window() {
 }
 
 #[test]
+fn a_raise_counts_the_live_hits_a_forced_hit_replaced() {
+    for limiter in every_limiter::<u64>(1, 10) {
+        let who = describe(limiter.as_ref());
+        limiter.hit(&7, 0);
+        limiter.hit(&7, 1);
+        limiter.set_limit(limit(3, 10));
+        let admitted: Vec<bool> = [5, 5, 6]
+            .iter()
+            .map(|&t| limiter.check_and_hit(&7, t))
+            .collect();
+        assert_eq!(
+            admitted,
+            [true, false, false],
+            "{who}: 0 and 1 are live at 5"
+        );
+    }
+}
+
+#[test]
 fn a_read_after_a_limit_change_changes_no_later_answer() {
     let run = |limiter: &dyn Full<u64>, read: bool| -> Vec<bool> {
         for t in 0..4 {
@@ -192,6 +211,11 @@ enum Step {
         key: u64,
         tick: u64,
     },
+    /// A forced `hit`: recorded whatever the limit says.
+    Force {
+        key: u64,
+        tick: u64,
+    },
     Read {
         key: u64,
         tick: u64,
@@ -212,6 +236,7 @@ fn step(in_order: bool) -> impl Strategy<Value = Step> {
     let tick = if in_order { 0..6u64 } else { 0..24u64 };
     prop_oneof![
         8 => (0..2u64, tick.clone()).prop_map(|(key, tick)| Step::Decide { key, tick }),
+        1 => (0..2u64, tick.clone()).prop_map(|(key, tick)| Step::Force { key, tick }),
         3 => (0..2u64, tick).prop_map(|(key, tick)| Step::Read { key, tick }),
         1 => (1..5u64, 1..30u64).prop_map(|(max_requests, window_ticks)| Step::SetLimit {
             max_requests,
@@ -225,7 +250,7 @@ fn step(in_order: bool) -> impl Strategy<Value = Step> {
 
 /// Runs `steps` on `limiter` (reads only if `with_reads`); returns every decision, and
 /// checks that each admission leaves no window of the key's limit then holding more than
-/// its `max_requests` of the admissions so far (any order of ticks).
+/// its `max_requests` of the hits recorded so far, forced or admitted (any order of ticks).
 fn run_checked(
     limiter: &dyn Full<u64>,
     steps: &[Step],
@@ -263,6 +288,11 @@ fn run_checked(
                          of {hits:?}"
                     );
                 }
+            }
+            Step::Force { key, tick } => {
+                let t = tick_of(&mut clock, tick);
+                limiter.hit(&key, t);
+                admitted[key as usize].push(t);
             }
             Step::Read { key, tick } => {
                 let t = tick_of(&mut clock, tick);

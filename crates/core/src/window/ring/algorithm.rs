@@ -262,8 +262,21 @@ pub(super) fn hit<C: RingCells>(cells: &mut C, now: u64) -> Result<(), Retired> 
             },
         };
         if min_value >= new {
-            // Older than every retained hit: it can never change an answer.
-            return Ok(());
+            // Older than every retained hit: it can never change an answer under this
+            // limit, but a raised or longer one must count it.
+            cells.carry_dropped(new);
+            if cfg!(slidelimit_loom_mutant = "hit_drop_unpublished") {
+                // Deliberately broken for the loom negative control: no slot RMW orders the
+                // count before a later seal.
+                return Ok(());
+            }
+            return cells.publish_carried(min_index, min_value);
+        }
+        if slot_is_live(min_value, cells.window_ticks(), now.min(MAX_TICK)) {
+            // A forced hit beyond the limit drops a live one: no admission needs it under
+            // this limit, but a raised one must count it (and the slot's chain no longer
+            // keeps `W` between its hits, which the longer-window rule relies on).
+            cells.carry_dropped(min_value);
         }
         if cells.replace_slot(min_index, min_value, new).is_ok() {
             cells.set_cursor(next_index(min_index, capacity));

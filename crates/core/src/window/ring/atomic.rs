@@ -83,10 +83,12 @@ impl AtomicRing {
         ring
     }
 
-    /// The hits carried from before a lowered limit (never written after construction).
+    /// The hits carried: from before a lowered limit (written before the ring is shared),
+    /// and live hits a forced `hit` replaced (see `RingCells::carry_dropped`).
     fn carried(&self) -> Carried {
         let len = self.slots.len();
-        // Relaxed (both): written before the ring was published, read after finding it.
+        // Relaxed (both): written before the ring was published, or by a forced hit before
+        // its slot CAS (Release); read after Acquire slot loads that saw that CAS.
         Carried {
             tick: self.slots[len - 2].load(Ordering::Relaxed),
             count: self.slots[len - 1].load(Ordering::Relaxed),
@@ -299,6 +301,45 @@ impl RingCells for AtomicCells<'_> {
         // above; fetch_max keeps the bound monotone, so a stale one never lowers it. Only a
         // refusal that scanned every slot gets here, never an admission.
         self.ring.blocked_until.fetch_max(tick, Ordering::AcqRel);
+    }
+    fn carry_dropped(&mut self, value: u64) {
+        let len = self.slots.len();
+        // Relaxed (both): published by the slot CAS (AcqRel) that follows; an exporter reads
+        // them after Acquire slot loads. A reader that sees one word and not the other still
+        // sees a tick at or below every slot value (the dropped value was the minimum, and
+        // slot values only grow), so the state it builds stays ordered.
+        self.slots[len - 2].fetch_max(value - 1, Ordering::Relaxed);
+        self.slots[len - 1].fetch_add(1, Ordering::Relaxed);
+    }
+    fn publish_carried(&mut self, index: usize, value: u64) -> Result<(), Retired> {
+        let mut value = value;
+        loop {
+            if value == SEALED {
+                // A sweeper's or replacement's seal: retired, look again. A re-sort's: wait
+                // it out and publish on the value it leaves.
+                self.ring.settle_seal(index)?;
+                retry_hint();
+                // Acquire: pairs with the re-sort's restoring write, like a slot load.
+                value = self.slots[index].load(Ordering::Acquire);
+                continue;
+            }
+            // Success AcqRel: Release publishes the carried count (Relaxed RMWs sequenced
+            // before) to the sealer whose seal CAS reads this slot later; failure Acquire:
+            // the value found is examined like a slot load.
+            match self.slots[index].compare_exchange(
+                value,
+                value,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(found) => {
+                    // A concurrent write or a seal: try again on the value it left.
+                    value = found;
+                    retry_hint();
+                }
+            }
+        }
     }
     #[inline]
     fn known_order(&self) -> Option<usize> {

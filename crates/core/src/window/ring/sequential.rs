@@ -144,6 +144,13 @@ impl RingCells for SequentialRing {
     fn raise_blocked_until(&mut self, tick: u64) {
         self.blocked_until = self.blocked_until.max(tick);
     }
+    fn carry_dropped(&mut self, value: u64) {
+        self.carried = self.carried.with_dropped(value - 1);
+    }
+    fn publish_carried(&mut self, _index: usize, _value: u64) -> Result<(), Retired> {
+        // Under a lock: nothing to order.
+        Ok(())
+    }
     fn known_order(&self) -> Option<usize> {
         match self.descents {
             // Every value equal: ascending from anywhere, so from where the probe starts.
