@@ -217,7 +217,7 @@ impl fmt::Display for SnapshotError {
             Self::State { index, error } => write!(f, "key #{index}: {error}"),
             Self::OverLimit { index } => write!(
                 f,
-                "key #{index} holds more weight in one window than its limit admits"
+                "key #{index} holds more weight than its window keeps under its limit"
             ),
             Self::DuplicateKey { index } => write!(f, "key #{index} is listed twice"),
             Self::TickMismatch { snapshot, limiter } => write!(
@@ -377,11 +377,21 @@ fn forgotten_by(window: SavedWindow, limit: Limit, newest_tick: u64) -> Option<F
 }
 
 /// Whether a state holds more weight than a window of `limit` could: the exact log keeps at
-/// most `max_requests` hits in all; the rolling buckets retain at most their total's cap
-/// (forced `hit`s may go past the limit, so the limit itself does not bound them).
+/// most `max_requests` hits in its ring, plus any number *carried* at its oldest tick (hits
+/// it no longer has room for, or that a forced hit replaced: see
+/// [`crate::window::state::Carried`]), so every record but the oldest holds at most
+/// `max_requests` in all; the rolling buckets retain at most their total's cap (forced `hit`s
+/// may go past the limit, so the limit itself does not bound them).
 fn over_limit(state: &WindowState, limit: Limit, window: SavedWindow) -> bool {
     match window {
-        SavedWindow::ExactLog => state.total_weight() > limit.max_requests(),
+        SavedWindow::ExactLog => {
+            let newer: u64 = state
+                .usage()
+                .iter()
+                .skip(1)
+                .fold(0u64, |sum, &(_, weight)| sum.saturating_add(weight));
+            newer > limit.max_requests()
+        }
         SavedWindow::RollingBuckets(..) => state.total_weight() > crate::raw::MAX_TOTAL_WEIGHT,
     }
 }

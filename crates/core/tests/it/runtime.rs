@@ -517,8 +517,10 @@ fn hostile_snapshots_are_typed_errors() {
     let target = MutexLimiter::<u64>::new(limit(2, 10));
 
     let mut over = good.clone();
-    over.keys[0].usage = vec![(1, 1), (2, 1), (3, 1)];
-    over.keys[0].newest_tick = 3;
+    // A ring of 2 holds 2 hits beside what it carries at its oldest tick: 3 newer ones are
+    // more than any ring of this limit keeps.
+    over.keys[0].usage = vec![(1, 1), (2, 1), (3, 1), (4, 1)];
+    over.keys[0].newest_tick = 4;
     assert!(matches!(
         target.restore(&over, 5, Conversion::Exact),
         Err(SnapshotError::OverLimit { index: 0 })
