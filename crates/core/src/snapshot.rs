@@ -32,18 +32,32 @@
 //! through.
 //!
 //! # Why a restored limiter never admits more than the original would have
-//! Restoring a key's state into the same configuration gives a window that answers every
-//! later call as the original's window would have from the moment its state was read (see
-//! [`crate::window::state`]: the exact log keeps the same hits, the buckets the same weight
-//! per bucket, head and total, with weight in flight moved to the head bucket, which only
-//! counts it longer). So for any window `(x − W, x]`, the hits admitted by the original up
-//! to the read plus those admitted by the restored limiter afterwards are hits that one
-//! window, fed the original's calls and then the restored one's, would have admitted
-//! together: at most `max_requests`. Removal watermarks and tombstones carry over, so a key
-//! the original had forgotten is refused where the original would have refused it. A limit
-//! conversion ([`Conversion::ToLimiter`]) only keeps hits, moves them later or drops hits no
-//! later call counts. The clock-skew cap moves ticks *earlier* (to `now`), which is the one
-//! relaxation: see [`Snapshot`]'s restore rules.
+//! Restoring a key's state into the same configuration gives a window that holds what the
+//! original's held at the moment its state was read (see [`crate::window::state`]: the exact
+//! log the same hits, the buckets the same weight per bucket, head and total, with weight in
+//! flight moved to the head bucket, which only counts it longer). For the buckets that is
+//! the same state, so one window fed the original's calls and then the restored one's would
+//! have admitted the same: at most `max_requests` in any window. For the exact log, take a
+//! window `(x − W, x]` and a slot of the restored ring: an admission after the restore into
+//! it replaced a value at most `x − W`, so at most one lands in the window, and only if the
+//! slot's restored hit is outside it. Each hit the original had admitted and no longer holds
+//! preceded, in its slot, a hit it holds by at least `W`: if it is in the window, the held
+//! hit is after `x`, and that hit's slot takes no admission in the window. So every slot
+//! accounts for at most one hit of the window, old or new: at most `max_requests`. Removal
+//! watermarks and tombstones carry over, so a key the original had forgotten is refused
+//! where the original would have refused it. A limit conversion ([`Conversion::ToLimiter`])
+//! only keeps hits, moves them later, drops hits no later call counts, or (into a longer
+//! window) assumes the busiest history the source allows. The clock-skew cap moves ticks
+//! *earlier* (to `now`), which is the one relaxation: see [`Snapshot`]'s restore rules.
+//!
+//! # Exact for in-order calls
+//! The restored exact log answers every call at or after the newest tick it holds, in time
+//! order, as the original would have: both hold the same hits, and which expired hit an
+//! admission replaces never matters to a later call in time order (an expired hit stays
+//! expired). A late call may be answered differently: a snapshot records hits, not slots,
+//! and the original's slot layout after out-of-order calls decides which expired hit its
+//! next admission replaces, which a late call may still count. Both answers keep the window
+//! (above).
 //!
 //! # Clock skew
 //! Restoring at `now`, every tick in the snapshot above `now` counts as `now` (an effective

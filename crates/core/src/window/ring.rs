@@ -11,7 +11,9 @@
 //!   instead of retrying the one just taken. When every slot is seen live it refuses, and
 //!   raises `blocked_until` to `min(s) + W`.
 //! - `hit(now)` replaces the minimum slot if it is older than `now`, so the ring always holds
-//!   the `max_requests` newest hits (a hit older than all of them can never change an answer).
+//!   the `max_requests` newest hits (a hit older than all of them can never change an answer
+//!   under this limit). A live hit it replaces, or a hit older than all of them, is counted
+//!   as *carried* (`Carried`), so that a raised limit or a longer window counts it again.
 //! - `allowed(now)` is the probe without the write.
 //!
 //! # Sealing (the atomic form only)

@@ -20,12 +20,23 @@
 //!   of their ticks, so that a later conversion (a raise) counts them again;
 //! - into rolling buckets: each hit's weight goes to the bucket of its tick, the head to the
 //!   bucket of `newest_tick`; a bucket the head has passed by `B + 1 + L` is dropped, as the
-//!   algorithm itself would drop it.
+//!   algorithm itself would drop it;
+//! - into a *longer* window than the source's: a window forgets what its own length no longer
+//!   needs (the ring replaces a hit that has left its window, the buckets drop their oldest
+//!   bucket), which the longer window could still count. An exported state says what its
+//!   source may have forgotten (`Forgotten`), and `WindowState::for_target` adds, before
+//!   the conversion above, the busiest history that rule allows: assumed hits, each at or
+//!   after the tick of a forgotten one it stands for, so every window counts at least what
+//!   the true history held. Usage history and states already expanded are complete: nothing
+//!   is assumed for them.
 //!
 //! Exporting a window and importing the state into the same configuration gives a window
-//! that answers every later call exactly as the original would have (the exact log holds the
-//! same multiset of hits, and its cursor and `blocked_until` are hints that never decide an
-//! admission; the buckets hold the same weight per epoch, the same head and the same total).
+//! that answers every later call in time order exactly as the original would have (the exact
+//! log holds the same multiset of hits, and its cursor and `blocked_until` are hints that
+//! never decide an admission; the buckets hold the same weight per epoch, the same head and
+//! the same total). A late call to the exact log may differ: which expired slot an admission
+//! replaces depends on the layout, which a state does not record (see
+//! [`crate::snapshot`], "Exact for in-order calls").
 
 use super::MAX_TICK;
 

@@ -53,6 +53,10 @@ fn a_longer_window_counts_the_hits_the_ring_replaced() {
         );
         if limiter.algorithm() == "exact" {
             assert_eq!(admitted, [0, 1, 10, 30], "{who}: (5, 30] holds 10 and 30");
+            // The ring holds 1 and 30 and assumes 20 and 10 before 30 (one hit per old
+            // window): refused until the assumed 20 leaves (20, 45].
+            assert!(!limiter.check_and_hit(&7, 40), "{who}");
+            assert!(limiter.check_and_hit(&7, 45), "{who}");
         }
     }
 }
@@ -176,6 +180,41 @@ fn allowed_n_agrees_with_check_and_hit_n_for_a_key_never_seen() {
         assert_eq!(
             limiter.allowed_n(&4, 103, 7),
             limiter.check_and_hit_n(&4, 103, 7)
+        );
+    }
+}
+
+#[test]
+fn a_late_call_after_a_restore_may_be_refused_where_the_original_admits() {
+    for (original, restored) in every_limiter::<u64>(2, 10)[..4]
+        .iter()
+        .zip(every_limiter::<u64>(2, 10))
+    {
+        let who = describe(original.as_ref());
+        assert!(
+            original.check_and_hit(&7, 9) && original.check_and_hit(&7, 0),
+            "{who}"
+        );
+        restored
+            .restore(&original.snapshot(9), 9, Conversion::Exact)
+            .expect("same shape");
+        // The original's 23 replaced 9 (the first expired slot of its layout), so its late 16
+        // finds 0 expired; the restored ring, in time order, replaced 0 and still counts 9.
+        assert_eq!(
+            [
+                original.check_and_hit(&7, 23),
+                original.check_and_hit(&7, 16)
+            ],
+            [true, true],
+            "{who}"
+        );
+        assert_eq!(
+            [
+                restored.check_and_hit(&7, 23),
+                restored.check_and_hit(&7, 16)
+            ],
+            [true, false],
+            "{who}"
         );
     }
 }
