@@ -1,12 +1,13 @@
 //! The straightforward thread-safe sliding log, as a peer: one global lock over a map from
 //! key to a deque of timestamps, cleaned on access, with an atomic `check_and_hit`.
 //!
-//! This is the baseline the project improves on, kept as plain as it is usually written: the standard
-//! `HashMap` with its default hasher (the plain choice, as a Python `dict` is), a `VecDeque`
-//! per key, old timestamps popped from the front on every access, and a key deleted when its
-//! deque empties. A `hit` on a new key appends to a fresh deque, and the expiry test is
-//! `front + window <= timestamp`, which cannot underflow. `remove_idle` runs the same cleanup
-//! over every key: the periodic cleanup such a design relies on.
+//! This is the baseline the project improves on, written as a careful engineer writes it
+//! first: a `HashMap` with foldhash (the fast hasher the key maps use too), a `VecDeque` per
+//! key, old timestamps popped from the front on every access, and every
+//! [`FORGET_EVERY_CALLS`] calls one pass that forgets every key whose newest timestamp has left
+//! the window (so memory follows active keys). A `hit` on a new key appends to a fresh deque,
+//! and the expiry test is `front + window <= timestamp`, which cannot underflow.
+//! `remove_idle` runs the same cleanup over every key.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
@@ -14,10 +15,21 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use slidelimit::{Limit, RateLimiter, Status, WeightError};
 
+/// Calls between two passes that forget idle keys.
+pub const FORGET_EVERY_CALLS: u64 = 65_536;
+
+type Hits<K> = HashMap<K, VecDeque<u64>, foldhash::fast::RandomState>;
+
+/// The map and the calls made since the last pass that forgot idle keys.
+struct Table<K> {
+    hits: Hits<K>,
+    calls: u64,
+}
+
 /// One global lock over per-key deques, with an atomic `check_and_hit`.
 pub struct DequeLimiter<K> {
     limit: Limit,
-    hits: Mutex<HashMap<K, VecDeque<u64>>>,
+    table: Mutex<Table<K>>,
 }
 
 impl<K: Hash + Eq> DequeLimiter<K> {
@@ -26,16 +38,35 @@ impl<K: Hash + Eq> DequeLimiter<K> {
     pub fn new(limit: Limit) -> Self {
         Self {
             limit,
-            hits: Mutex::new(HashMap::new()),
+            table: Mutex::new(Table {
+                hits: HashMap::default(),
+                calls: 0,
+            }),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<K, VecDeque<u64>>> {
-        self.hits.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The table, after counting this call and, every [`FORGET_EVERY_CALLS`] calls,
+    /// forgetting the keys idle at `now`.
+    fn lock_at(&self, now: u64) -> MutexGuard<'_, Table<K>> {
+        let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
+        table.calls += 1;
+        if table.calls % FORGET_EVERY_CALLS == 0 {
+            let window = self.limit.window_ticks();
+            table.hits.retain(|_, deque| {
+                deque
+                    .back()
+                    .is_some_and(|&newest| newest.saturating_add(window) > now)
+            });
+        }
+        table
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Table<K>> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The cleanup: pop expired timestamps from the front; delete an emptied key.
-    fn cleanup(&self, hits: &mut HashMap<K, VecDeque<u64>>, key: &K, timestamp: u64) {
+    fn cleanup(&self, hits: &mut Hits<K>, key: &K, timestamp: u64) {
         let window = self.limit.window_ticks();
         let Some(deque) = hits.get_mut(key) else {
             return;
@@ -78,26 +109,27 @@ where
 
     fn hit_n(&self, key: &K, now: u64, n: u64) -> Result<(), WeightError> {
         single_hit(n)?;
-        let mut hits = self.lock();
-        self.cleanup(&mut hits, key, now);
-        hits.entry(key.clone()).or_default().push_back(now);
+        let mut table = self.lock_at(now);
+        self.cleanup(&mut table.hits, key, now);
+        table.hits.entry(key.clone()).or_default().push_back(now);
         Ok(())
     }
 
     fn allowed_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         single_hit(n)?;
-        let mut hits = self.lock();
-        self.cleanup(&mut hits, key, now);
-        Ok(hits
+        let mut table = self.lock_at(now);
+        self.cleanup(&mut table.hits, key, now);
+        Ok(table
+            .hits
             .get(key)
             .is_none_or(|deque| (deque.len() as u64) < self.limit.max_requests()))
     }
 
     fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError> {
         single_hit(n)?;
-        let mut hits = self.lock();
-        self.cleanup(&mut hits, key, now);
-        let deque = hits.entry(key.clone()).or_default();
+        let mut table = self.lock_at(now);
+        self.cleanup(&mut table.hits, key, now);
+        let deque = table.hits.entry(key.clone()).or_default();
         if (deque.len() as u64) < self.limit.max_requests() {
             deque.push_back(now);
             Ok(true)
@@ -109,8 +141,8 @@ where
     fn status(&self, key: &K, now: u64) -> Status {
         let window = self.limit.window_ticks();
         let max_requests = self.limit.max_requests();
-        let hits = self.lock();
-        let live = hits.get(key).into_iter().flatten().copied();
+        let table = self.lock();
+        let live = table.hits.get(key).into_iter().flatten().copied();
         let (count, oldest) = live
             .filter(|&s| s.saturating_add(window) > now)
             .fold((0u64, u64::MAX), |(c, o), s| (c + 1, o.min(s)));
@@ -128,7 +160,8 @@ where
 
     fn remove_idle(&self, now: u64) -> usize {
         let window = self.limit.window_ticks();
-        let mut hits = self.lock();
+        let mut table = self.lock();
+        let hits = &mut table.hits;
         let before = hits.len();
         hits.retain(|_, deque| {
             while deque
@@ -143,7 +176,7 @@ where
     }
 
     fn tracked_keys(&self) -> usize {
-        self.lock().len()
+        self.lock().hits.len()
     }
 }
 
@@ -188,5 +221,23 @@ mod tests {
         assert_eq!(limiter.remove_idle(13), 1, "key 2's hit at 3 is dead at 13");
         assert_eq!(limiter.remove_idle(100), 1);
         assert_eq!(limiter.tracked_keys(), 0);
+    }
+
+    #[test]
+    fn idle_keys_are_forgotten_every_so_many_calls() {
+        let limiter = DequeLimiter::new(Limit::new(2, 10).unwrap());
+        for key in 0..100u64 {
+            assert!(limiter.check_and_hit(&key, 0));
+        }
+        assert_eq!(limiter.tracked_keys(), 100);
+        // Calls on one key at tick 10, where every other key is idle.
+        for _ in 100..super::FORGET_EVERY_CALLS {
+            let _ = limiter.allowed(&1000, 10);
+        }
+        assert_eq!(
+            limiter.tracked_keys(),
+            0,
+            "the pass at call 65,536 forgot them"
+        );
     }
 }

@@ -260,6 +260,20 @@ pub fn all() -> Vec<Workload> {
             worst_call: true,
         },
         Workload {
+            name: "churn",
+            about: "1M keys drawn uniformly, 4 per 20,000 calls: a key comes back only long \
+                    after its window and the lateness tolerance, so nearly every call creates \
+                    a key and the sweep keeps removing them (the key lifecycle's cost)",
+            keys: Keys::Uniform { keys: 1_000_000 },
+            max_requests: 4,
+            // 20,000 calls at OPS_PER_TICK decisions per tick.
+            window_ns: 20_000 / OPS_PER_TICK * TICK_NS,
+            mix: Mix::CheckAndHit,
+            clock: ClockKind::Fake,
+            floor: false,
+            worst_call: true,
+        },
+        Workload {
             name: "read-heavy",
             about: "10k keys, 90% allowed / 10% check_and_hit: the RwLock's one advantage",
             keys: UNIFORM,

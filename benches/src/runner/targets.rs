@@ -91,9 +91,10 @@ impl Metric {
     }
 }
 
-/// Every target of the hot-path issue: (ours, theirs, metric, workload, threads, bound). One
-/// thread against the mutex, governor and the floor; two threads against the mutex and
-/// governor; the bucketed lock-free limiter against the exact one.
+/// Every target: (ours, theirs, metric, workload, threads, bound). One thread against the
+/// mutex, governor and the floor; two threads against the mutex and governor; the bucketed
+/// lock-free limiter against the exact one; on churn and Zipf, every variant against the
+/// plain deque limiter (the key-lifecycle issue; governor keyed within 2x is its stretch).
 const TARGETS: &[(&str, &str, Metric, &str, usize, Bound)] = {
     use Bound::{AtLeast, AtMost};
     use Metric::{NsPerDecision as Ns, Throughput as Mops, P999};
@@ -102,6 +103,8 @@ const TARGETS: &[(&str, &str, Metric, &str, usize, Bound)] = {
     const GOV: &str = "governor-keyed";
     const HOT: &str = "hot-allowed";
     const UNI: &str = "uniform-allowed";
+    const CHURN: &str = "churn";
+    const DEQUE: &str = "deque-mutex";
     &[
         (LF, "mutex", Ns, HOT, 1, AtMost(1.0)),
         (LF, "mutex", Ns, UNI, 1, AtMost(1.0)),
@@ -117,6 +120,20 @@ const TARGETS: &[(&str, &str, Metric, &str, usize, Bound)] = {
         (LF, "mutex", P999, UNI, 2, AtMost(1.0)),
         (BUCKETS, LF, Ns, HOT, 1, AtMost(1.2)),
         (BUCKETS, LF, Ns, UNI, 1, AtMost(1.2)),
+        // The key lifecycle (churn: nearly every call creates a key; Zipf: a long tail of
+        // keys seen once) against the plain deque limiter, the mutex and governor.
+        (LF, DEQUE, Ns, CHURN, 1, AtMost(1.0)),
+        (LF, "mutex", Ns, CHURN, 1, AtMost(1.1)),
+        (LF, DEQUE, Ns, "zipf", 1, AtMost(1.0)),
+        (LF, "mutex", Ns, "zipf", 1, AtMost(1.1)),
+        ("mutex", DEQUE, Ns, CHURN, 1, AtMost(1.0)),
+        ("per-key-lock", DEQUE, Ns, CHURN, 1, AtMost(1.0)),
+        ("rwlock", DEQUE, Ns, CHURN, 1, AtMost(1.0)),
+        ("mutex", DEQUE, Ns, "zipf", 1, AtMost(1.0)),
+        ("per-key-lock", DEQUE, Ns, "zipf", 1, AtMost(1.0)),
+        ("rwlock", DEQUE, Ns, "zipf", 1, AtMost(1.0)),
+        (LF, GOV, Ns, CHURN, 1, AtMost(2.0)),
+        (LF, GOV, Ns, "zipf", 1, AtMost(2.0)),
     ]
 };
 

@@ -120,13 +120,17 @@ impl Options {
     }
 }
 
-/// Called after each step of the automatic sweep: one short-lived allocation too large for
-/// the allocator's small-object caches. glibc's malloc keeps small freed blocks (a removed
-/// key's map node and slots) in "fastbins" and folds them back only when a large request
-/// arrives, walking every block freed since the last one; with the sweep freeing keys step
-/// by step and nothing else allocating large blocks, millions piled up and one unrelated call
-/// paid 25 ms to fold them. A large request per step folds each step's frees right away, in
-/// lumps bounded by the step. Other allocators just serve and free one block.
+/// Called by the automatic sweep once its steps have removed [`SETTLE_AFTER_REMOVALS`] keys:
+/// one short-lived allocation too large for the allocator's small-object caches. glibc's
+/// malloc keeps small freed blocks (a removed key's map node and slots) in "fastbins" and
+/// folds them back only when a large request arrives, walking every block freed since the
+/// last one; with the sweep freeing keys step by step and nothing else allocating large
+/// blocks, millions piled up and one unrelated call paid 25 ms to fold them. A large request
+/// now and then folds the frees in lumps bounded by the removals between two of them. Not
+/// after every step: folding merges the freed blocks, so the next keys' small allocations
+/// must split them again instead of reusing a freed block of their size, which cost key
+/// churn (nearly every call creates a key, the sweep keeps removing them) a tenth of its
+/// time. Other allocators just serve and free one block.
 pub(crate) fn settle_allocator() {
     /// Above glibc's per-thread cache (1032 bytes) and its large-request threshold.
     const LARGE_REQUEST_BYTES: usize = 4096;
@@ -134,6 +138,11 @@ pub(crate) fn settle_allocator() {
         LARGE_REQUEST_BYTES,
     )));
 }
+
+/// Keys the automatic sweep removes between two [`settle_allocator`] calls: the frees one fold
+/// walks (two small blocks per key, a few tens of microseconds for the lot), and few enough
+/// folds that key churn reuses freed blocks as they are.
+const SETTLE_AFTER_REMOVALS: usize = 4096;
 
 /// The shard of a key with hash `hash`, of `shards` (a power of two). Bits 32 and up: the
 /// shards' tables index with the low bits and tag with the top seven.
@@ -280,6 +289,8 @@ pub(crate) struct KeyPolicy<W> {
     lateness_ticks: u64,
     floor: RemovalFloor,
     schedule: SweepSchedule,
+    /// Keys the automatic sweep removed since it last called [`settle_allocator`].
+    unsettled_removals: crate::sync::AtomicUsize,
     shards: usize,
     hasher: KeyHasher,
     /// [`Options::tick`], recorded in snapshots.
@@ -297,6 +308,7 @@ impl<W: Algorithm> KeyPolicy<W> {
             lateness_ticks,
             floor: RemovalFloor::new(),
             schedule: SweepSchedule::new(options.sweep_floor_keys, shards),
+            unsettled_removals: crate::sync::AtomicUsize::new(0),
             shards,
             hasher: process_hasher(),
             tick_nanos: options.tick_nanos,
@@ -339,7 +351,19 @@ impl<W: Algorithm> KeyPolicy<W> {
         if let Some(shard) = self.schedule.claim(tracked_keys) {
             let tracked_after = step(shard, self.sweep_bounds(now));
             self.schedule.done(shard, tracked_after);
-            settle_allocator();
+            // Removed by this step, about (other threads create keys meanwhile): the count
+            // only paces the folds.
+            let removed = tracked_keys.saturating_sub(tracked_after);
+            // Relaxed: a pacing count; it orders nothing.
+            let unsettled = self
+                .unsettled_removals
+                .fetch_add(removed, Ordering::Relaxed)
+                + removed;
+            if unsettled >= SETTLE_AFTER_REMOVALS {
+                // Relaxed: as above.
+                self.unsettled_removals.store(0, Ordering::Relaxed);
+                settle_allocator();
+            }
         }
     }
 

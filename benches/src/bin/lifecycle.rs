@@ -1,0 +1,189 @@
+//! The key lifecycle's cost, counted and timed: key churn (1M keys drawn uniformly, 4 per
+//! 20,000 ticks, one tick per call, so nearly every call creates a key and the automatic
+//! sweep keeps removing them) driven through one limiter. `count` runs the calls inside
+//! [`measured`], which `benches/profile-lifecycle.sh` tells callgrind to count alone;
+//! `time` runs every contender in interleaved rounds on one thread and prints CPU time per
+//! decision, side by side.
+//!
+//! ```text
+//! cargo run --release -p slidelimit-bench --bin lifecycle -- count lock-free 200000
+//! cargo run --release -p slidelimit-bench --bin lifecycle -- time 5
+//! ```
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use slidelimit::{Limit, LockFreeLimiter, RateLimiter, RollingBuckets};
+use slidelimit_bench::deque_baseline::DequeLimiter;
+use slidelimit_bench::rng::{mix64, SplitMix64};
+use slidelimit_mutex::MutexLimiter;
+use slidelimit_per_key_lock::PerKeyLockLimiter;
+use slidelimit_rwlock::RwLockLimiter;
+
+const USAGE: &str = "usage: lifecycle count <contender> [calls] | lifecycle time [rounds]";
+
+/// Distinct keys the churn draws from, uniformly.
+const KEYS: u64 = 1_000_000;
+/// The churn limit: 4 per 20,000 ticks.
+const MAX_REQUESTS: u64 = 4;
+const WINDOW_TICKS: u64 = 20_000;
+/// Calls before the measured ones: enough for the key map to reach its steady size and the
+/// automatic sweep to run several cycles.
+const WARM_UP: u64 = 400_000;
+/// Buckets of the rolling-bucket contenders.
+const BUCKETS: u64 = 8;
+
+const CONTENDERS: [&str; 9] = [
+    "lock-free",
+    "mutex",
+    "per-key-lock",
+    "rwlock",
+    "lock-free-buckets",
+    "mutex-buckets",
+    "per-key-lock-buckets",
+    "rwlock-buckets",
+    "deque-mutex",
+];
+
+fn limit() -> Limit {
+    Limit::new(MAX_REQUESTS, WINDOW_TICKS).expect("a valid limit")
+}
+
+fn build(name: &str) -> Option<Box<dyn RateLimiter<u64>>> {
+    let bucketed = |limit| RollingBuckets::new(limit, BUCKETS).expect("valid buckets");
+    Some(match name {
+        "lock-free" => Box::new(LockFreeLimiter::<u64>::new(limit())),
+        "mutex" => Box::new(MutexLimiter::<u64>::new(limit())),
+        "per-key-lock" => Box::new(PerKeyLockLimiter::<u64>::new(limit())),
+        "rwlock" => Box::new(RwLockLimiter::<u64>::new(limit())),
+        "lock-free-buckets" => Box::new(LockFreeLimiter::<u64, RollingBuckets>::with_options(
+            bucketed(limit()),
+            slidelimit::Options::default(),
+        )),
+        "mutex-buckets" => Box::new(MutexLimiter::<u64, RollingBuckets>::with_options(
+            bucketed(limit()),
+            slidelimit::Options::default(),
+        )),
+        "per-key-lock-buckets" => Box::new(PerKeyLockLimiter::<u64, RollingBuckets>::with_options(
+            bucketed(limit()),
+            slidelimit::Options::default(),
+        )),
+        "rwlock-buckets" => Box::new(RwLockLimiter::<u64, RollingBuckets>::with_options(
+            bucketed(limit()),
+            slidelimit::Options::default(),
+        )),
+        "deque-mutex" => Box::new(DequeLimiter::<u64>::new(limit())),
+        _ => return None,
+    })
+}
+
+/// The churn: call `i` is at tick `i`, on a key drawn uniformly from [`KEYS`].
+struct Churn {
+    keys: SplitMix64,
+    tick: u64,
+}
+
+impl Churn {
+    fn new() -> Self {
+        Self {
+            keys: SplitMix64::new(0x5EED_0022),
+            tick: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn run(&mut self, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
+        let mut admitted = 0;
+        for _ in 0..calls {
+            let key = mix64(self.keys.below(KEYS));
+            self.tick += 1;
+            admitted += u64::from(limiter.check_and_hit(black_box(&key), black_box(self.tick)));
+        }
+        admitted
+    }
+}
+
+/// The calls callgrind counts.
+#[inline(never)]
+fn measured(churn: &mut Churn, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
+    churn.run(limiter, calls)
+}
+
+#[inline(never)]
+fn warm_up(churn: &mut Churn, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
+    churn.run(limiter, calls)
+}
+
+fn count(name: &str, calls: u64) -> ExitCode {
+    let Some(limiter) = build(name) else {
+        eprintln!("unknown contender {name:?}; {USAGE}");
+        return ExitCode::FAILURE;
+    };
+    let mut churn = Churn::new();
+    warm_up(&mut churn, limiter.as_ref(), WARM_UP);
+    let admitted = measured(&mut churn, limiter.as_ref(), calls);
+    println!(
+        "{name}: {calls} calls, {admitted} admitted, {} keys tracked",
+        limiter.tracked_keys()
+    );
+    ExitCode::SUCCESS
+}
+
+/// CPU time of this thread, in nanoseconds (the machine is shared: wall time would count
+/// other processes' turns).
+fn thread_cpu_ns() -> u64 {
+    // /proc/thread-self/stat fields 14 and 15: user and system time in clock ticks are too
+    // coarse; schedstat's first field is the CPU time in nanoseconds.
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| {
+            static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+            START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+        })
+}
+
+fn time(rounds: u32) -> ExitCode {
+    const CALLS: u64 = 1_000_000;
+    let mut totals = vec![0u64; CONTENDERS.len()];
+    for round in 0..rounds {
+        for (index, name) in CONTENDERS.iter().enumerate() {
+            let limiter = build(name).expect("a known contender");
+            let mut churn = Churn::new();
+            warm_up(&mut churn, limiter.as_ref(), WARM_UP);
+            let start = thread_cpu_ns();
+            black_box(measured(&mut churn, limiter.as_ref(), CALLS));
+            totals[index] += thread_cpu_ns() - start;
+            drop(limiter);
+            eprintln!("round {round} {name} done");
+        }
+    }
+    let deque = totals[CONTENDERS.len() - 1] as f64;
+    println!("| contender | ns per decision | ÷ deque-mutex |");
+    println!("|---|---:|---:|");
+    for (name, total) in CONTENDERS.iter().zip(&totals) {
+        let per_call = *total as f64 / f64::from(rounds) / CALLS as f64;
+        println!("| {name} | {per_call:.0} | {:.2} |", *total as f64 / deque);
+    }
+    ExitCode::SUCCESS
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("count") => {
+            let Some(name) = args.get(1) else {
+                eprintln!("{USAGE}");
+                return ExitCode::FAILURE;
+            };
+            let calls = args.get(2).and_then(|c| c.parse().ok()).unwrap_or(200_000);
+            count(name, calls)
+        }
+        Some("time") => time(args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3)),
+        _ => {
+            eprintln!("{USAGE}");
+            ExitCode::FAILURE
+        }
+    }
+}
