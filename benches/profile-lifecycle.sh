@@ -34,7 +34,7 @@ contenders=(lock-free mutex per-key-lock rwlock lock-free-buckets mutex-buckets 
     echo "|---|---|"
     echo "| command | \`bash benches/profile-lifecycle.sh\` |"
     echo "| commit | $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates benches || echo +dirty) |"
-    echo "| CPU | $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') ($(nproc) cores) |"
+    echo "| CPU | $(awk -F': ' '/model name/ && !done { print $2; done = 1 }' /proc/cpuinfo) ($(nproc) cores) |"
     echo "| rustc | $(rustc --version) |"
     echo "| valgrind | $(valgrind --version) |"
     echo "| date | $(date -u '+%Y-%m-%d %H:%M UTC') |"
@@ -51,7 +51,7 @@ for contender in "${contenders[@]}"; do
     valgrind --tool=callgrind --toggle-collect='lifecycle::measured*' \
         --callgrind-out-file="$file" "$bin" count "$contender" "$calls" > /dev/null 2> /dev/null
     instructions[$contender]=$(callgrind_annotate --show=Ir "$file" 2>/dev/null \
-        | awk '/PROGRAM TOTALS/ { gsub(",", ""); print $1; exit }')
+        | awk '/PROGRAM TOTALS/ && !done { gsub(",", ""); print $1; done = 1 }')
 done
 for contender in "${contenders[@]}"; do
     awk -v c="$contender" -v ir="${instructions[$contender]}" -v base="${instructions[deque-mutex]}" -v n="$calls" \
@@ -71,7 +71,7 @@ done
         callgrind_annotate --inclusive=yes --show=Ir --show-percs=no "$out/$contender.out" 2>/dev/null \
             | awk -v n="$calls" '/lifecycle::measured/ { on = 1 } on && /^ *[0-9,]+ / {
                 count = $1; gsub(",", "", count); $1 = ""; printf "%8.1f %s\n", count / n, $0 }' \
-            | sed -n '2,31p' | cut -c1-160
+            | awk 'NR >= 2 && NR <= 31' | cut -c1-160
         echo '```'
     done
 } >> "$out/head.md"
