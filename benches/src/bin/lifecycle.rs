@@ -8,6 +8,7 @@
 //! ```text
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- count lock-free 200000
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- time 5
+//! cargo run --release -p slidelimit-bench --bin lifecycle -- time 5 lock-free deque-mutex
 //! ```
 
 use std::hint::black_box;
@@ -21,7 +22,8 @@ use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;
 use slidelimit_rwlock::RwLockLimiter;
 
-const USAGE: &str = "usage: lifecycle count <contender> [calls] | lifecycle time [rounds]";
+const USAGE: &str =
+    "usage: lifecycle count <contender> [calls] | lifecycle time [rounds] [contender...]";
 
 /// Distinct keys the churn draws from, uniformly.
 const KEYS: u64 = 1_000_000;
@@ -144,11 +146,14 @@ fn thread_cpu_ns() -> u64 {
         })
 }
 
-fn time(rounds: u32) -> ExitCode {
+fn time(rounds: u32, only: &[String]) -> ExitCode {
     const CALLS: u64 = 1_000_000;
     let mut totals = vec![0u64; CONTENDERS.len()];
     for round in 0..rounds {
         for (index, name) in CONTENDERS.iter().enumerate() {
+            if !only.is_empty() && !only.iter().any(|o| o == name) {
+                continue;
+            }
             let limiter = build(name).expect("a known contender");
             let mut churn = Churn::new();
             warm_up(&mut churn, limiter.as_ref(), WARM_UP);
@@ -163,8 +168,16 @@ fn time(rounds: u32) -> ExitCode {
     println!("| contender | ns per decision | ÷ deque-mutex |");
     println!("|---|---:|---:|");
     for (name, total) in CONTENDERS.iter().zip(&totals) {
+        if *total == 0 {
+            continue;
+        }
         let per_call = *total as f64 / f64::from(rounds) / CALLS as f64;
-        println!("| {name} | {per_call:.0} | {:.2} |", *total as f64 / deque);
+        let ratio = if deque > 0.0 {
+            format!("{:.2}", *total as f64 / deque)
+        } else {
+            "-".to_owned()
+        };
+        println!("| {name} | {per_call:.0} | {ratio} |");
     }
     ExitCode::SUCCESS
 }
@@ -180,7 +193,10 @@ fn main() -> ExitCode {
             let calls = args.get(2).and_then(|c| c.parse().ok()).unwrap_or(200_000);
             count(name, calls)
         }
-        Some("time") => time(args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3)),
+        Some("time") => time(
+            args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3),
+            args.get(2..).unwrap_or_default(),
+        ),
         _ => {
             eprintln!("{USAGE}");
             ExitCode::FAILURE
