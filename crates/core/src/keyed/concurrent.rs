@@ -332,6 +332,7 @@ where
     /// limit sees it, never creating or replacing an entry: on an entry built for an older
     /// limit, `op` runs on a converted copy, so a read changes no later answer (the key's
     /// next write converts the entry itself, from the same state).
+    #[inline]
     fn read_existing<Q, R>(&self, key: &Q, op: impl Fn(u64, &E) -> Result<R, Retired>) -> Option<R>
     where
         K: Borrow<Q>,
@@ -344,19 +345,38 @@ where
                 if entry.limits_version() == version {
                     return op(watermark, entry);
                 }
-                let (version, window) = self.limits.resolve(key);
-                if entry.limit() == window.limit() {
-                    entry.confirm_limits_version(version);
-                    return op(watermark, entry);
-                }
-                let converted = E::from_state(&window, &entry.export()?, version, watermark);
-                op(watermark, &converted)
+                self.read_under_current_limit(key, entry, watermark, &op)
             }) {
                 None => return None,
                 Some(Ok(result)) => return Some(result),
                 Some(Err(Retired)) => retry_hint(),
             }
         }
+    }
+
+    /// [`Self::read_existing`] on an entry built under an older limits version: `op` on the
+    /// entry itself if its limit is still the key's (confirming it), else on a copy converted
+    /// to the key's current limit.
+    #[cold]
+    #[inline(never)]
+    fn read_under_current_limit<Q, R>(
+        &self,
+        key: &Q,
+        entry: &E,
+        watermark: u64,
+        op: &impl Fn(u64, &E) -> Result<R, Retired>,
+    ) -> Result<R, Retired>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let (version, window) = self.limits.resolve(key);
+        if entry.limit() == window.limit() {
+            entry.confirm_limits_version(version);
+            return op(watermark, entry);
+        }
+        let converted = E::from_state(&window, &entry.export()?, version, watermark);
+        op(watermark, &converted)
     }
 
     /// The watermark `entry` answers with, resolved on first use. Call it only on an entry
@@ -640,8 +660,8 @@ where
         let mut tombstones = Vec::new();
         for shard in 0..self.map.shard_count() {
             self.map.for_each_in_shard(shard, |key, _| {
-                // Through the lookup: an entry retired meanwhile is looked up again, a stale
-                // limit brought up to date first.
+                // Through the lookup: an entry retired meanwhile is looked up again, one
+                // built under an older limit read through a converted copy.
                 let saved = self.read_existing(key, |watermark, entry| {
                     let state = entry.export()?;
                     Ok(saved_key(key.clone(), entry.limit(), watermark, &state))
