@@ -7,7 +7,9 @@
 //! [`FORGET_EVERY_CALLS`] calls one pass that forgets every key whose newest timestamp has left
 //! the window (so memory follows active keys). A `hit` on a new key appends to a fresh deque,
 //! and the expiry test is `front + window <= timestamp`, which cannot underflow.
-//! `remove_idle` runs the same cleanup over every key.
+//! `remove_idle` runs the same cleanup over every key. [`DequeLimiter::without_forgetting`]
+//! leaves the forgetting to `remove_idle` alone, so that a measurement can count creating keys
+//! and removing them apart.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
@@ -15,8 +17,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use slidelimit::{Limit, RateLimiter, Status, WeightError};
 
-/// Calls between two passes that forget idle keys.
+/// Calls between two passes that forget idle keys (a power of two).
 pub const FORGET_EVERY_CALLS: u64 = 65_536;
+const _: () = assert!(FORGET_EVERY_CALLS.is_power_of_two(), "tested by a mask");
 
 type Hits<K> = HashMap<K, VecDeque<u64>, foldhash::fast::RandomState>;
 
@@ -29,6 +32,10 @@ struct Table<K> {
 /// One global lock over per-key deques, with an atomic `check_and_hit`.
 pub struct DequeLimiter<K> {
     limit: Limit,
+    /// A pass runs after call `c` when `c & forget_mask == 0`: [`FORGET_EVERY_CALLS`] - 1,
+    /// or `u64::MAX` for never (the call count starts at 1 and never wraps). A mask rather
+    /// than a remainder, so the per-call test stays one AND, as with the constant.
+    forget_mask: u64,
     table: Mutex<Table<K>>,
 }
 
@@ -36,8 +43,20 @@ impl<K: Hash + Eq> DequeLimiter<K> {
     /// `RateLimiter(max_requests, window_seconds)`.
     #[must_use]
     pub fn new(limit: Limit) -> Self {
+        Self::with_forget_mask(limit, FORGET_EVERY_CALLS - 1)
+    }
+
+    /// The same limiter with no passes of its own: keys are forgotten only when their last
+    /// timestamp is popped by a call on them, or by `remove_idle`.
+    #[must_use]
+    pub fn without_forgetting(limit: Limit) -> Self {
+        Self::with_forget_mask(limit, u64::MAX)
+    }
+
+    fn with_forget_mask(limit: Limit, forget_mask: u64) -> Self {
         Self {
             limit,
+            forget_mask,
             table: Mutex::new(Table {
                 hits: HashMap::default(),
                 calls: 0,
@@ -50,7 +69,7 @@ impl<K: Hash + Eq> DequeLimiter<K> {
     fn lock_at(&self, now: u64) -> MutexGuard<'_, Table<K>> {
         let mut table = self.table.lock().unwrap_or_else(PoisonError::into_inner);
         table.calls += 1;
-        if table.calls % FORGET_EVERY_CALLS == 0 {
+        if table.calls & self.forget_mask == 0 {
             let window = self.limit.window_ticks();
             table.hits.retain(|_, deque| {
                 deque
@@ -226,18 +245,23 @@ mod tests {
     #[test]
     fn idle_keys_are_forgotten_every_so_many_calls() {
         let limiter = DequeLimiter::new(Limit::new(2, 10).unwrap());
+        let never = DequeLimiter::without_forgetting(Limit::new(2, 10).unwrap());
         for key in 0..100u64 {
             assert!(limiter.check_and_hit(&key, 0));
+            assert!(never.check_and_hit(&key, 0));
         }
         assert_eq!(limiter.tracked_keys(), 100);
         // Calls on one key at tick 10, where every other key is idle.
         for _ in 100..super::FORGET_EVERY_CALLS {
             let _ = limiter.allowed(&1000, 10);
+            let _ = never.allowed(&1000, 10);
         }
         assert_eq!(
             limiter.tracked_keys(),
             0,
             "the pass at call 65,536 forgot them"
         );
+        assert_eq!(never.tracked_keys(), 100, "no pass of its own");
+        assert_eq!(never.remove_idle(10), 100, "remove_idle still forgets them");
     }
 }
