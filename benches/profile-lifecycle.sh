@@ -1,22 +1,117 @@
 #!/usr/bin/env bash
 # The key lifecycle's cost: key churn (1M keys drawn uniformly, 4 per 20,000 calls, one tick
 # per call: nearly every call creates a key, the automatic sweep keeps removing them) through
-# every contender, counted by callgrind (instructions per call, and where the lock-free and
-# mutex limiters spend them) and timed in interleaved rounds on one thread (CPU time per
-# decision, side by side). Writes results/lifecycle.md.
+# every contender, counted by callgrind (instructions per churn call, per created key and per
+# removed key, and where the lock-free and mutex limiters spend them) and timed in
+# interleaved rounds on one thread (CPU time per decision, side by side). Writes
+# results/lifecycle.md, keeping its hand-written "## Reading" section if there is one, and a
+# per-contender summary of every count in results/lifecycle/.
 #
-# Needs valgrind (`apt-get install valgrind`). About 4 minutes on 2 cores.
+# Needs valgrind (`apt-get install valgrind`). About 8 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 calls=100000
+cycles=5
+cycle_calls=20000
 rounds="${ROUNDS:-5}"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+summaries=results/lifecycle
+mkdir -p "$summaries"
 cargo build --release --locked -p slidelimit-bench --bin lifecycle
 bin=target/release/lifecycle
 contenders=(lock-free mutex per-key-lock rwlock lock-free-buckets mutex-buckets per-key-lock-buckets rwlock-buckets deque-mutex)
 
+# Shorter source paths: the registry, the toolchain and this checkout's prefixes dropped.
+shorten() {
+    sed -e 's#/root/\.cargo/registry/src/index\.crates\.io-[0-9a-f]*/##g' \
+        -e 's#/rustc/[0-9a-f]*/library/#std:#g' -e 's#/rust/deps/##g' \
+        -e "s#$PWD/##g" -e 's#\./malloc/\./malloc/#glibc:#g' -e 's#\./csu/\.\./csu/#glibc:#g'
+}
+
+total() { # callgrind file -> instructions counted
+    callgrind_annotate --show=Ir "$1" 2>/dev/null \
+        | awk '/PROGRAM TOTALS/ && !done { gsub(",", ""); print $1; done = 1 }'
+}
+
+# Self (exclusive) instructions per unit, summed by source file (field 1), by function
+# (field 2) or by both (0) of callgrind_annotate's "file:function": each is a partition of
+# the total. The
+# source file is where the instructions' code was written (inlined code counts in its own
+# file), so papaya's map code inlined into the limiter shows as papaya's.
+self_by() { # field divisor callgrind-file top
+    callgrind_annotate --auto=no --inclusive=no --threshold=100 --show=Ir --show-percs=no "$3" 2>/dev/null \
+        | awk -v field="$1" -v n="$2" '
+            /^ *[0-9,]+ / && !/PROGRAM TOTALS/ {
+                count = $1; gsub(",", "", count)
+                line = $0; sub(/^ *[0-9,]+ +/, "", line); sub(/ \[[^]]*\]$/, "", line)
+                colon = index(line, ":")
+                name = field == 0 ? line : field == 1 ? substr(line, 1, colon - 1) : substr(line, colon + 1)
+                sum[name] += count
+            }
+            END { for (name in sum) if (sum[name] / n >= 0.5) printf "%8.1f  %s\n", sum[name] / n, name }' \
+        | sort -rn | head -n "$4" | shorten | cut -c1-150
+}
+
+# Inclusive instructions per unit of the functions the measured one calls (`measured`
+# matches its name): the lines below its own that count less than it (its callers count as
+# much), the heaviest first.
+inclusive_below() { # measured divisor callgrind-file top
+    callgrind_annotate --auto=no --inclusive=yes --show=Ir --show-percs=no "$3" 2>/dev/null \
+        | awk -v m="$1" -v n="$2" '/^ *[0-9,]+ / {
+            count = $1; gsub(",", "", count); line = $0; sub(/^ *[0-9,]+ +/, "", line)
+            sub(/ \[[^]]*\]$/, "", line)
+            if (index(line, m)) { top = count + 0; next }
+            if (top && count + 0 < top) printf "%8.1f  %s\n", count / n, line }' \
+        | head -n "$4" | shorten | cut -c1-150
+}
+
+declare -A churn create remove created removed
+for contender in "${contenders[@]}"; do
+    valgrind --tool=callgrind --toggle-collect='lifecycle::measured*' \
+        --callgrind-out-file="$out/$contender-churn.out" "$bin" count "$contender" "$calls" \
+        > /dev/null 2> /dev/null
+    for phase in create remove; do
+        valgrind --tool=callgrind --toggle-collect="lifecycle::phases::measured_$phase*" \
+            --callgrind-out-file="$out/$contender-$phase.out" \
+            "$bin" phases "$contender" "$cycles" "$cycle_calls" > "$out/$contender-phases.txt" 2> /dev/null
+    done
+    churn[$contender]=$(total "$out/$contender-churn.out")
+    create[$contender]=$(total "$out/$contender-create.out")
+    remove[$contender]=$(total "$out/$contender-remove.out")
+    # "<name>: created C admitted A removed R tracked T"
+    read -r "created[$contender]" "removed[$contender]" < <(awk '{ print $3, $7 }' "$out/$contender-phases.txt")
+    echo "counted $contender" >&2
+done
+
+# One summary per contender: per churn call, per created key, per removed key.
+for contender in "${contenders[@]}"; do
+    {
+        echo "# $contender: the key lifecycle, counted by callgrind"
+        echo
+        echo "Self instructions, summed by source file and by function (each a partition of the"
+        echo "total); see lifecycle.md for the set-up. Commit $(git rev-parse --short HEAD)."
+        for phase in churn create remove; do
+            case $phase in
+                churn) n=$calls; unit="per churn call" ;;
+                create) n=${created[$contender]}; unit="per created key" ;;
+                remove) n=${removed[$contender]}; unit="per removed key" ;;
+            esac
+            echo
+            echo "## $unit: $(awk -v t="$(total "$out/$contender-$phase.out")" -v n="$n" 'BEGIN { printf "%.1f", t / n }') instructions"
+            echo
+            echo '```text'
+            echo "by source file:"
+            self_by 1 "$n" "$out/$contender-$phase.out" 20
+            echo "by function:"
+            self_by 2 "$n" "$out/$contender-$phase.out" 20
+            echo '```'
+        done
+    } > "$summaries/$contender.md"
+done
+
+reading=$(awk '/^## Reading/ { on = 1 } on' results/lifecycle.md 2>/dev/null || true)
 {
     echo "# The key lifecycle, counted and timed"
     echo
@@ -25,10 +120,25 @@ contenders=(lock-free mutex per-key-lock rwlock lock-free-buckets mutex-buckets 
     echo "nearly every call creates a key, and the automatic sweep keeps removing them (one removal"
     echo "per call in steady state). 400,000 calls of warm-up (several sweep cycles), then $calls"
     echo "calls counted by callgrind (\`--toggle-collect\` on the measured loop): instructions per"
-    echo "call cover the creation, the decision and the share of the sweep and of the frees. The"
-    echo "times are CPU time per decision of the same loop (1M calls), every contender in turn,"
-    echo "$rounds interleaved rounds, summed. \`deque-mutex\` is the plain limiter: one Mutex over a"
-    echo "foldhash \`HashMap\` of \`VecDeque\`s, idle keys forgotten every 65,536 calls."
+    echo "churn call cover the creation, the decision and the share of the sweep and of the frees."
+    echo
+    echo "Created and removed keys are counted apart on a limiter whose automatic removal is off"
+    echo "(\`Options::sweep_floor_keys(usize::MAX)\`; the deque without its pass every 65,536"
+    echo "calls): cycles of $cycle_calls \`check_and_hit\` calls on never-seen keys, one tick per"
+    echo "call, then one \`remove_idle\`; 20 cycles of warm-up, then $cycles cycles whose creating"
+    echo "loop and \`remove_idle\` calls are counted in two callgrind runs. A created key is its"
+    echo "first \`check_and_hit\` (lookup, allocation, insert, tombstone lookup, the decision);"
+    echo "a removed key is the \`remove_idle\` instructions divided by the keys removed, so it"
+    echo "includes visiting the keys kept (with the default lateness of one window, a pass visits"
+    echo "about 60,000 keys and removes 20,000; the deque, which has no lateness tolerance, about"
+    echo "40,000 and 20,000). Frees the lock-free map defers (seize) run wherever its batch fills,"
+    echo "so some of a removed key's frees are counted in the creating loop. \"created + removed\""
+    echo "is what a churn call would cost if the automatic sweep cost what \`remove_idle\` does"
+    echo "(nearly one creation and one removal per churn call)."
+    echo
+    echo "The times are CPU time per decision of the churn loop (1M calls), every contender in"
+    echo "turn, $rounds interleaved rounds, summed. \`deque-mutex\` is the plain limiter: one Mutex"
+    echo "over a foldhash \`HashMap\` of \`VecDeque\`s, idle keys forgotten every 65,536 calls."
     echo
     echo "| | |"
     echo "|---|---|"
@@ -39,42 +149,50 @@ contenders=(lock-free mutex per-key-lock rwlock lock-free-buckets mutex-buckets 
     echo "| valgrind | $(valgrind --version) |"
     echo "| date | $(date -u '+%Y-%m-%d %H:%M UTC') |"
     echo
-    echo "## Instructions per call"
+    echo "## Instructions per created key, per removed key and per churn call"
     echo
-    echo "| contender | instructions per call | ÷ deque-mutex |"
-    echo "|---|---:|---:|"
-} > "$out/head.md"
-
-declare -A instructions
-for contender in "${contenders[@]}"; do
-    file="$out/$contender.out"
-    valgrind --tool=callgrind --toggle-collect='lifecycle::measured*' \
-        --callgrind-out-file="$file" "$bin" count "$contender" "$calls" > /dev/null 2> /dev/null
-    instructions[$contender]=$(callgrind_annotate --show=Ir "$file" 2>/dev/null \
-        | awk '/PROGRAM TOTALS/ && !done { gsub(",", ""); print $1; done = 1 }')
-done
-for contender in "${contenders[@]}"; do
-    awk -v c="$contender" -v ir="${instructions[$contender]}" -v base="${instructions[deque-mutex]}" -v n="$calls" \
-        'BEGIN { printf "| %s | %.0f | %.2f |\n", c, ir / n, ir / base }' >> "$out/head.md"
-done
-
-{
+    echo "| contender | per created key | per removed key | created + removed | per churn call | churn ÷ deque-mutex |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for contender in "${contenders[@]}"; do
+        awk -v c="$contender" -v ci="${create[$contender]}" -v cn="${created[$contender]}" \
+            -v ri="${remove[$contender]}" -v rn="${removed[$contender]}" \
+            -v ir="${churn[$contender]}" -v base="${churn[deque-mutex]}" -v n="$calls" \
+            'BEGIN { printf "| %s | %.0f | %.0f | %.0f | %.0f | %.2f |\n",
+                c, ci / cn, ri / rn, ci / cn + ri / rn, ir / n, ir / base }'
+    done
     echo
     echo "## CPU time per decision, one thread"
     echo
     "$bin" time "$rounds" 2>/dev/null
     for contender in lock-free mutex; do
-        echo
-        echo "## $contender: instructions per call by function (inclusive, top 30)"
-        echo
-        echo '```text'
-        callgrind_annotate --inclusive=yes --show=Ir --show-percs=no "$out/$contender.out" 2>/dev/null \
-            | awk -v n="$calls" '/lifecycle::measured/ { on = 1 } on && /^ *[0-9,]+ / {
-                count = $1; gsub(",", "", count); $1 = ""; printf "%8.1f %s\n", count / n, $0 }' \
-            | awk 'NR >= 2 && NR <= 31' | cut -c1-160
-        echo '```'
+        for phase in create remove; do
+            case $phase in
+                create) n=${created[$contender]}; unit="created key" ;;
+                remove) n=${removed[$contender]}; unit="removed key" ;;
+            esac
+            echo
+            echo "## $contender: instructions per $unit"
+            echo
+            echo "Self instructions by source file, then by source file and function (each a"
+            echo "partition of the total: inlined code counts in the file it was written in), then"
+            echo "inclusive by function (nested calls count in each caller)."
+            echo
+            echo '```text'
+            self_by 1 "$n" "$out/$contender-$phase.out" 10
+            echo
+            self_by 0 "$n" "$out/$contender-$phase.out" 20
+            echo
+            inclusive_below "lifecycle::phases::measured_$phase" "$n" "$out/$contender-$phase.out" 20
+            echo '```'
+        done
     done
-} >> "$out/head.md"
+    echo
+    echo "Every contender's counts by source file and by function: [lifecycle/](lifecycle/)."
+    if [[ -n "$reading" ]]; then
+        echo
+        echo "$reading"
+    fi
+} > "$out/lifecycle.md"
 
-cp "$out/head.md" results/lifecycle.md
-echo "wrote results/lifecycle.md"
+cp "$out/lifecycle.md" results/lifecycle.md
+echo "wrote results/lifecycle.md and $summaries/"

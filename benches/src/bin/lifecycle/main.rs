@@ -2,83 +2,37 @@
 //! 20,000 ticks, one tick per call, so nearly every call creates a key and the automatic
 //! sweep keeps removing them) driven through one limiter. `count` runs the calls inside
 //! [`measured`], which `benches/profile-lifecycle.sh` tells callgrind to count alone;
-//! `time` runs every contender in interleaved rounds on one thread and prints CPU time per
-//! decision, side by side.
+//! `phases` creates never-seen keys and removes them with `remove_idle`, the automatic
+//! removal off, so that callgrind counts a created key and a removed key apart
+//! ([`phases`]); `time` runs every contender in interleaved rounds on one thread and prints
+//! CPU time per decision, side by side.
 //!
 //! ```text
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- count lock-free 200000
+//! cargo run --release -p slidelimit-bench --bin lifecycle -- phases lock-free 5 20000
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- time 5
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- time 5 lock-free deque-mutex
 //! ```
+
+mod contenders;
+mod phases;
 
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use slidelimit::{Limit, LockFreeLimiter, RateLimiter, RollingBuckets};
-use slidelimit_bench::deque_baseline::DequeLimiter;
+use slidelimit::RateLimiter;
 use slidelimit_bench::rng::{mix64, SplitMix64};
-use slidelimit_mutex::MutexLimiter;
-use slidelimit_per_key_lock::PerKeyLockLimiter;
-use slidelimit_rwlock::RwLockLimiter;
 
-const USAGE: &str =
-    "usage: lifecycle count <contender> [calls] | lifecycle time [rounds] [contender...]";
+use contenders::{build, Removal, ALL as CONTENDERS, KEYS};
 
-/// Distinct keys the churn draws from, uniformly.
-const KEYS: u64 = 1_000_000;
-/// The churn limit: 4 per 20,000 ticks.
-const MAX_REQUESTS: u64 = 4;
-const WINDOW_TICKS: u64 = 20_000;
+const USAGE: &str = "usage: lifecycle count <contender> [calls] \
+     | lifecycle phases <contender> [cycles] [calls per cycle] \
+     | lifecycle time [rounds] [contender...]";
+
 /// Calls before the measured ones: enough for the key map to reach its steady size and the
 /// automatic sweep to run several cycles.
 const WARM_UP: u64 = 400_000;
-/// Buckets of the rolling-bucket contenders.
-const BUCKETS: u64 = 8;
-
-const CONTENDERS: [&str; 9] = [
-    "lock-free",
-    "mutex",
-    "per-key-lock",
-    "rwlock",
-    "lock-free-buckets",
-    "mutex-buckets",
-    "per-key-lock-buckets",
-    "rwlock-buckets",
-    "deque-mutex",
-];
-
-fn limit() -> Limit {
-    Limit::new(MAX_REQUESTS, WINDOW_TICKS).expect("a valid limit")
-}
-
-fn build(name: &str) -> Option<Box<dyn RateLimiter<u64>>> {
-    let bucketed = |limit| RollingBuckets::new(limit, BUCKETS).expect("valid buckets");
-    Some(match name {
-        "lock-free" => Box::new(LockFreeLimiter::<u64>::new(limit())),
-        "mutex" => Box::new(MutexLimiter::<u64>::new(limit())),
-        "per-key-lock" => Box::new(PerKeyLockLimiter::<u64>::new(limit())),
-        "rwlock" => Box::new(RwLockLimiter::<u64>::new(limit())),
-        "lock-free-buckets" => Box::new(LockFreeLimiter::<u64, RollingBuckets>::with_options(
-            bucketed(limit()),
-            slidelimit::Options::default(),
-        )),
-        "mutex-buckets" => Box::new(MutexLimiter::<u64, RollingBuckets>::with_options(
-            bucketed(limit()),
-            slidelimit::Options::default(),
-        )),
-        "per-key-lock-buckets" => Box::new(PerKeyLockLimiter::<u64, RollingBuckets>::with_options(
-            bucketed(limit()),
-            slidelimit::Options::default(),
-        )),
-        "rwlock-buckets" => Box::new(RwLockLimiter::<u64, RollingBuckets>::with_options(
-            bucketed(limit()),
-            slidelimit::Options::default(),
-        )),
-        "deque-mutex" => Box::new(DequeLimiter::<u64>::new(limit())),
-        _ => return None,
-    })
-}
 
 /// The churn: call `i` is at tick `i`, on a key drawn uniformly from [`KEYS`].
 struct Churn {
@@ -118,7 +72,7 @@ fn warm_up(churn: &mut Churn, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64
 }
 
 fn count(name: &str, calls: u64) -> ExitCode {
-    let Some(limiter) = build(name) else {
+    let Some(limiter) = build(name, Removal::Automatic) else {
         eprintln!("unknown contender {name:?}; {USAGE}");
         return ExitCode::FAILURE;
     };
@@ -128,6 +82,20 @@ fn count(name: &str, calls: u64) -> ExitCode {
     println!(
         "{name}: {calls} calls, {admitted} admitted, {} keys tracked",
         limiter.tracked_keys()
+    );
+    ExitCode::SUCCESS
+}
+
+/// Counts a created and a removed key apart: prints the counts the profile script divides by.
+fn count_phases(name: &str, cycles: u64, cycle_calls: u64) -> ExitCode {
+    let Some(limiter) = build(name, Removal::OnlyRemoveIdle) else {
+        eprintln!("unknown contender {name:?}; {USAGE}");
+        return ExitCode::FAILURE;
+    };
+    let counts = phases::run(limiter.as_ref(), cycles, cycle_calls);
+    println!(
+        "{name}: created {} admitted {} removed {} tracked {}",
+        counts.created, counts.admitted, counts.removed, counts.tracked
     );
     ExitCode::SUCCESS
 }
@@ -154,7 +122,7 @@ fn time(rounds: u32, only: &[String]) -> ExitCode {
             if !only.is_empty() && !only.iter().any(|o| o == name) {
                 continue;
             }
-            let limiter = build(name).expect("a known contender");
+            let limiter = build(name, Removal::Automatic).expect("a known contender");
             let mut churn = Churn::new();
             warm_up(&mut churn, limiter.as_ref(), WARM_UP);
             let start = thread_cpu_ns();
@@ -192,6 +160,15 @@ fn main() -> ExitCode {
             };
             let calls = args.get(2).and_then(|c| c.parse().ok()).unwrap_or(200_000);
             count(name, calls)
+        }
+        Some("phases") => {
+            let Some(name) = args.get(1) else {
+                eprintln!("{USAGE}");
+                return ExitCode::FAILURE;
+            };
+            let number =
+                |i: usize, default| args.get(i).and_then(|c| c.parse().ok()).unwrap_or(default);
+            count_phases(name, number(2, 5), number(3, phases::CYCLE_CALLS))
         }
         Some("time") => time(
             args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3),
