@@ -23,11 +23,13 @@ cargo build --release --locked -p slidelimit-bench --bin lifecycle
 bin=target/release/lifecycle
 contenders=(lock-free mutex per-key-lock rwlock lock-free-buckets mutex-buckets per-key-lock-buckets rwlock-buckets deque-mutex)
 
-# Shorter source paths: the registry, the toolchain and this checkout's prefixes dropped.
+# Shorter names: the registry's, the toolchain's and this checkout's path prefixes and
+# slidelimit's module paths dropped.
 shorten() {
-    sed -e 's#/root/\.cargo/registry/src/index\.crates\.io-[0-9a-f]*/##g' \
+    sed -E -e 's/slidelimit::([a-z_0-9]+::)*//g' \
+        -e 's#/root/\.cargo/registry/src/index\.crates\.io-[0-9a-f]*/##g' \
         -e 's#/rustc/[0-9a-f]*/library/#std:#g' -e 's#/rust/deps/##g' \
-        -e "s#$PWD/##g" -e 's#\./malloc/\./malloc/#glibc:#g' -e 's#\./csu/\.\./csu/#glibc:#g'
+        -e "s#$PWD/##g" -e 's#\./malloc/\./malloc/#glibc:#g' -e 's#\./string/\.\./sysdeps/x86_64/multiarch/#glibc:#g'
 }
 
 total() { # callgrind file -> instructions counted
@@ -51,7 +53,7 @@ self_by() { # field divisor callgrind-file top
                 sum[name] += count
             }
             END { for (name in sum) if (sum[name] / n >= 0.5) printf "%8.1f  %s\n", sum[name] / n, name }' \
-        | sort -rn | head -n "$4" | shorten | cut -c1-150
+        | sort -rn | awk -v top="$4" 'NR <= top' | shorten | cut -c1-160
 }
 
 # Inclusive instructions per unit of the functions the measured one calls (`measured`
@@ -64,7 +66,7 @@ inclusive_below() { # measured divisor callgrind-file top
             sub(/ \[[^]]*\]$/, "", line)
             if (index(line, m)) { top = count + 0; next }
             if (top && count + 0 < top) printf "%8.1f  %s\n", count / n, line }' \
-        | head -n "$4" | shorten | cut -c1-150
+        | awk -v top="$4" 'NR <= top' | shorten | cut -c1-160
 }
 
 declare -A churn create remove created removed
@@ -134,7 +136,8 @@ reading=$(awk '/^## Reading/ { on = 1 } on' results/lifecycle.md 2>/dev/null || 
     echo "40,000 and 20,000). Frees the lock-free map defers (seize) run wherever its batch fills,"
     echo "so some of a removed key's frees are counted in the creating loop. \"created + removed\""
     echo "is what a churn call would cost if the automatic sweep cost what \`remove_idle\` does"
-    echo "(nearly one creation and one removal per churn call)."
+    echo "(nearly one creation and one removal per churn call). The key hasher is seeded per"
+    echo "process, so shards fill differently from run to run: counts vary by 1-2%."
     echo
     echo "The times are CPU time per decision of the churn loop (1M calls), every contender in"
     echo "turn, $rounds interleaved rounds, summed. \`deque-mutex\` is the plain limiter: one Mutex"
