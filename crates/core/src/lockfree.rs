@@ -59,11 +59,11 @@ impl<W: Algorithm> GuardedEntry for LockFreeEntry<W> {
     type Algorithm = W;
     const NAME: &'static str = "lock-free";
 
-    fn new(window: &W, limits_version: u64) -> Self {
+    fn new(window: &W, limits_version: u64, now: u64) -> Self {
         Self {
             watermark: EntryWatermark::unresolved(),
             limits_version: AtomicU64::new(limits_version),
-            window: window.new_atomic(),
+            window: window.new_atomic_at(now),
         }
     }
 

@@ -37,6 +37,20 @@ pub trait Algorithm: Clone + Send + Sync + 'static {
     fn new_sequential(&self) -> Self::Sequential;
     /// A fresh, empty window in the atomic form.
     fn new_atomic(&self) -> Self::Atomic;
+    /// A fresh, empty window in the sequential form, made for a key whose first call is at
+    /// `now`: it answers every call at or after `now` as [`Self::new_sequential`] does, and
+    /// may already judge calls before `now` late, as that first call would make them.
+    /// The rolling buckets come already moved to `now`'s bucket, so a new key's first call
+    /// does not recycle every bucket on its way there.
+    fn new_sequential_at(&self, now: u64) -> Self::Sequential {
+        let _ = now;
+        self.new_sequential()
+    }
+    /// [`Self::new_sequential_at`] in the atomic form.
+    fn new_atomic_at(&self, now: u64) -> Self::Atomic {
+        let _ = now;
+        self.new_atomic()
+    }
 
     /// The same algorithm and configuration for another limit. The rolling buckets keep
     /// their bucket count and lateness, but never more buckets than the window has ticks.

@@ -60,12 +60,12 @@ impl<W: Algorithm> GuardedEntry for KeyMutex<W> {
     type Algorithm = W;
     const NAME: &'static str = "per-key-lock";
 
-    fn new(window: &W, limits_version: u64) -> Self {
+    fn new(window: &W, limits_version: u64, now: u64) -> Self {
         Self {
             watermark: EntryWatermark::unresolved(),
             limits_version: AtomicU64::new(limits_version),
             slot: Mutex::new(Slot {
-                window: window.new_sequential(),
+                window: window.new_sequential_at(now),
                 retired: false,
             }),
         }

@@ -29,8 +29,9 @@ pub trait GuardedEntry: Send + Sync + 'static {
     const NAME: &'static str;
 
     /// A fresh entry with an empty window and an unresolved watermark, built under limits
-    /// version `limits_version`.
-    fn new(window: &Self::Algorithm, limits_version: u64) -> Self;
+    /// version `limits_version` for a key whose first call is at `now` (see
+    /// [`Algorithm::new_atomic_at`]).
+    fn new(window: &Self::Algorithm, limits_version: u64, now: u64) -> Self;
 
     /// An entry whose window holds `state` (converted for `window`, see
     /// [`crate::window::state`]) and whose watermark is already resolved to `watermark`: the
@@ -304,7 +305,7 @@ where
                 key,
                 || {
                     let (version, window) = self.limits.resolve(key);
-                    E::new(&window, version)
+                    E::new(&window, version, now)
                 },
                 |entry| {
                     self.ensure_current_limit(key, entry, version)?;

@@ -33,7 +33,9 @@ pub struct KeyTable<K, W: Algorithm> {
 }
 
 /// Brings a key's window to the key's limit at the current limits version, keeping its hits
-/// (see [`crate::window::state`]).
+/// (see [`crate::window::state`]). Out of line: it runs once per key after a limit change.
+#[cold]
+#[inline(never)]
 fn refresh_limit<K, Q, W>(
     limits: &LimitTable<K, W>,
     key: &Q,
@@ -105,18 +107,23 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
     {
         let shard = self.policy.shard_of(key);
         let version = self.limits.version();
-        if let Some((window, watermark, limits_version)) = self.shards[shard].get_mut(key) {
-            if *limits_version == version {
-                return op(*watermark, window);
+        match self.shards[shard].get_mut(key) {
+            Some((window, watermark, limits_version)) => {
+                if *limits_version != version {
+                    refresh_limit(&self.limits, key, window, limits_version);
+                }
+                op(*watermark, window)
             }
+            None => self.with_new_window(shard, key, now, op),
         }
-        self.with_window_slow(shard, key, now, op)
     }
 
-    /// [`Self::with_window`] for a new key, or one whose limit may have changed.
+    /// [`Self::with_window`] for a key with no window in shard `shard`: its lookup just
+    /// missed, under this same borrow, so the insert goes straight in (a new key probes its
+    /// shard twice, the miss and the insert).
     #[cold]
     #[inline(never)]
-    fn with_window_slow<Q, R>(
+    fn with_new_window<Q, R>(
         &mut self,
         shard: usize,
         key: &Q,
@@ -127,18 +134,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let version = self.limits.version();
-        if let Some((window, watermark, limits_version)) = self.shards[shard].get_mut(key) {
-            if *limits_version != version {
-                refresh_limit(&self.limits, key, window, limits_version);
-            }
-            return op(*watermark, window);
-        }
         let watermark = self.removal_watermark(shard, key);
         let (version, current) = self.limits.resolve(key);
         let (window, watermark, _) = self.shards[shard]
             .entry(key.to_owned())
-            .or_insert_with(|| (current.new_sequential(), watermark, version));
+            .or_insert_with(|| (current.new_sequential_at(now), watermark, version));
         let result = op(*watermark, window);
         self.tracked += 1;
         let (windows, tombstones, tracked) =

@@ -331,6 +331,16 @@ impl Algorithm for RollingBuckets {
         AtomicBuckets::new(*self)
     }
 
+    fn new_sequential_at(&self, now: u64) -> SequentialBuckets {
+        let (word, cleaned, buckets) = state::empty_words_at(self.geometry(), now);
+        SequentialBuckets::from_words(self.geometry(), word, cleaned, buckets.collect())
+    }
+
+    fn new_atomic_at(&self, now: u64) -> AtomicBuckets {
+        let (word, cleaned, buckets) = state::empty_words_at(self.geometry(), now);
+        AtomicBuckets::from_word_iter(self.geometry(), word, cleaned, buckets)
+    }
+
     fn with_limit(&self, limit: Limit) -> Self {
         // At least one bucket and at most one per tick; the lateness keeps the physical
         // count at or below this window's, so no error is possible.

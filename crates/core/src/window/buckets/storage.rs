@@ -5,7 +5,9 @@
 //! See the parent module: loads `Acquire`, CASes and `fetch_add`s `AcqRel`, `cleaned` raised
 //! with `Release`; each site says which operation it pairs with.
 
-use super::algorithm::{allowed, check_and_hit, hit, idle_from, snapshot, status, BucketCells};
+use super::algorithm::{
+    allowed, check_and_hit, hit, idle_from, snapshot, status, surely_live_by, BucketCells,
+};
 use super::packed::{is_sealed, low, SEALED};
 use super::state::export_words;
 use super::{Geometry, RollingBuckets};
@@ -113,6 +115,9 @@ impl SequentialWindow for SequentialBuckets {
     fn idle_from(&self) -> u64 {
         idle_from(self)
     }
+    fn is_idle_by(&self, horizon: u64) -> bool {
+        !surely_live_by(self, horizon) && idle_from(self) <= horizon
+    }
 }
 
 /// The head word and `cleaned`. Not padded to a cache line: in the lock-free limiter the
@@ -150,13 +155,22 @@ impl AtomicBuckets {
     }
 
     pub(super) fn from_words(geometry: Geometry, word: u64, cleaned: u64, buckets: &[u64]) -> Self {
+        Self::from_word_iter(geometry, word, cleaned, buckets.iter().copied())
+    }
+
+    pub(super) fn from_word_iter(
+        geometry: Geometry,
+        word: u64,
+        cleaned: u64,
+        buckets: impl Iterator<Item = u64>,
+    ) -> Self {
         Self {
             header: Header {
                 word: AtomicU64::new(word),
                 cleaned: AtomicU64::new(cleaned),
             },
             geometry,
-            buckets: buckets.iter().map(|&value| AtomicU64::new(value)).collect(),
+            buckets: buckets.map(AtomicU64::new).collect(),
         }
     }
 
@@ -345,7 +359,11 @@ impl AtomicWindow for AtomicBuckets {
         self.export_stable(true).ok()
     }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
-        // A look first: most windows a sweep visits are live, and this changes nothing.
+        // A look first: most windows a sweep visits are live, and this changes nothing. The
+        // head's bucket first, then every bucket.
+        if surely_live_by(&self, horizon) {
+            return None;
+        }
         let looked = idle_from(&self);
         if looked > horizon {
             return None;

@@ -467,3 +467,113 @@ fn lost_races_retry_and_keep_the_window_and_the_books() {
         assert!(admitted.len() > 20, "something was admitted");
     }
 }
+
+/// A window made for a first call at `now` answers that call and every later one as a fresh
+/// window does, in both forms, whatever the geometry and however far `now` is from zero
+/// (epochs past 32 bits and the clamp to `MAX_TICK` included).
+#[test]
+fn a_window_made_at_the_first_call_answers_as_a_fresh_one() {
+    let geometries = [
+        RollingBuckets::new(limit(3, 10), 2).unwrap(),
+        RollingBuckets::new(limit(4, 20_000), 16).unwrap(),
+        RollingBuckets::new(limit(5, 7), 7)
+            .unwrap()
+            .lateness_buckets(3)
+            .unwrap(),
+        RollingBuckets::new(limit(2, 1), 1)
+            .unwrap()
+            .lateness_buckets(0)
+            .unwrap(),
+    ];
+    let nows = [
+        0,
+        1,
+        9,
+        26,
+        1_234_567,
+        (1 << 32) * 5 + 3,
+        MAX_TICK - 1,
+        MAX_TICK,
+        u64::MAX,
+    ];
+    for window in geometries {
+        let width = window.bucket_ticks();
+        for first in nows {
+            let mut fresh = window.new_sequential();
+            let mut made = window.new_sequential_at(first);
+            let fresh_atomic = window.new_atomic();
+            let made_atomic = window.new_atomic_at(first);
+            // The first call, then calls around it: late ones, the same bucket, later
+            // buckets, and one far past the window.
+            let later = [
+                first,
+                first.saturating_sub(width),
+                first.saturating_sub(3 * width),
+                first,
+                first.saturating_add(1),
+                first.saturating_add(width),
+                first.saturating_add(window.span_ticks()),
+                first.saturating_add(3 * window.span_ticks()),
+            ];
+            for (step, &now) in later.iter().enumerate() {
+                let context = format!("{window:?}, first call at {first}, call {step} at {now}");
+                assert_eq!(
+                    fresh.check_and_hit_n(now, 1),
+                    made.check_and_hit_n(now, 1),
+                    "{context}"
+                );
+                assert_eq!(
+                    fresh_atomic.check_and_hit_n(now, 1),
+                    made_atomic.check_and_hit_n(now, 1),
+                    "{context}"
+                );
+                assert_eq!(fresh.status(now), made.status(now), "{context}");
+                assert_eq!(
+                    made.status(now),
+                    made_atomic.status(now).unwrap(),
+                    "{context}"
+                );
+                assert_eq!(fresh.idle_from(), made.idle_from(), "{context}");
+                assert_eq!(
+                    fresh_atomic.status(now),
+                    made_atomic.status(now),
+                    "{context}"
+                );
+            }
+        }
+    }
+}
+
+/// The sweep's first look at a window never calls a window live that `idle_from` calls idle
+/// by the same horizon, and it settles the common case (a recent hit in the head's bucket).
+#[test]
+fn the_first_look_is_a_lower_bound_of_idle_from() {
+    let window = RollingBuckets::new(limit(4, 20), 4)
+        .unwrap()
+        .lateness_buckets(2)
+        .unwrap();
+    let mut s = window.new_sequential();
+    let mut settled = 0;
+    for (step, now) in [3u64, 4, 9, 30, 29, 26, 80, 81, 200, 190, 500]
+        .into_iter()
+        .enumerate()
+    {
+        if step % 3 == 2 {
+            s.hit_n(now, 2);
+        } else {
+            let _ = s.check_and_hit_n(now, 1);
+        }
+        let idle_from = s.idle_from();
+        for horizon in now.saturating_sub(60)..now + 60 {
+            if super::algorithm::surely_live_by(&s, horizon) {
+                settled += 1;
+                assert!(
+                    idle_from > horizon,
+                    "after a call at {now}, horizon {horizon}"
+                );
+            }
+            assert_eq!(s.is_idle_by(horizon), idle_from <= horizon);
+        }
+    }
+    assert!(settled > 0, "the first look settles some windows");
+}

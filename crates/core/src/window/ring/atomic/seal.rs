@@ -26,9 +26,27 @@ impl AtomicRing {
     /// Seals every slot, in index order; with a `horizon`, only while every value is expired
     /// for it. `sealed` sees each value sealed (those of a seal given back too). False after
     /// giving back what was sealed.
+    ///
+    /// The values are kept on the stack in a buffer sized for the ring: zeroing the largest
+    /// buffer for every ring cost a sweep 126 instructions per removed key of 4 slots
+    /// (`results/lifecycle.md`), more than the seal's own CASes.
     #[inline]
-    fn seal_slots(&self, horizon: Option<u64>, mut sealed_value: impl FnMut(u64)) -> bool {
-        let mut sealed = SealedValues::new();
+    fn seal_slots(&self, horizon: Option<u64>, sealed_value: impl FnMut(u64)) -> bool {
+        match self.slots().len() {
+            0..=8 => self.seal_slots_into::<8>(horizon, sealed_value),
+            9..=32 => self.seal_slots_into::<32>(horizon, sealed_value),
+            _ => self.seal_slots_into::<64>(horizon, sealed_value),
+        }
+    }
+
+    /// [`Self::seal_slots`] with `INLINE` values on the stack before the buffer spills.
+    #[inline]
+    fn seal_slots_into<const INLINE: usize>(
+        &self,
+        horizon: Option<u64>,
+        mut sealed_value: impl FnMut(u64),
+    ) -> bool {
+        let mut sealed = SealedValues::<INLINE>::new();
         for slot in self.slots() {
             // Acquire: pairs with the writers' AcqRel CASes, so the value judged below
             // includes every hit written before it.
@@ -69,7 +87,7 @@ impl AtomicRing {
 
     /// Puts back the values a failed seal took from the first slots, last first, so that a
     /// sweeper that finds the first slot sealed can be sure the ring is not free yet.
-    fn restore(&self, sealed: &SealedValues) {
+    fn restore<const INLINE: usize>(&self, sealed: &SealedValues<INLINE>) {
         if cfg!(slidelimit_loom_mutant = "seal_without_restore") {
             // Deliberately broken for the loom negative control: gives up, seals left on.
             return;
@@ -84,20 +102,18 @@ impl AtomicRing {
 }
 
 /// The values a seal took, in slot order, so that a seal given back restores them: the
-/// first [`SealedValues::INLINE`] on the stack (every ring of up to that many slots seals
-/// without allocating; sweeps seal many rings), the rest in a vector.
-struct SealedValues {
-    inline: [u64; SealedValues::INLINE],
+/// first `INLINE` on the stack (every ring of up to 64 slots seals without allocating;
+/// sweeps seal many rings), the rest in a vector.
+struct SealedValues<const INLINE: usize> {
+    inline: [u64; INLINE],
     spill: Vec<u64>,
     len: usize,
 }
 
-impl SealedValues {
-    const INLINE: usize = 64;
-
+impl<const INLINE: usize> SealedValues<INLINE> {
     fn new() -> Self {
         Self {
-            inline: [EMPTY; Self::INLINE],
+            inline: [EMPTY; INLINE],
             spill: Vec::new(),
             len: 0,
         }
@@ -115,6 +131,6 @@ impl SealedValues {
         self.inline
             .get(index)
             .copied()
-            .unwrap_or_else(|| self.spill[index - Self::INLINE])
+            .unwrap_or_else(|| self.spill[index - INLINE])
     }
 }
