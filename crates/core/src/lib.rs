@@ -128,6 +128,7 @@
 //! window's own words.
 
 mod clock;
+pub mod decide;
 pub mod keyed;
 mod limit;
 mod limiter;
@@ -141,6 +142,7 @@ pub mod wait;
 pub mod window;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use decide::{Answer, Decide, Decision};
 pub use keyed::limits::LimitResolver;
 pub use keyed::Options;
 pub use limit::{Limit, LimitError, MAX_REQUESTS};

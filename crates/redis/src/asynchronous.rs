@@ -202,6 +202,19 @@ impl AsyncRedisLimiter {
         Ok(reply.status(self.setup.limit()))
     }
 
+    /// The failure policy's answer for middleware after `err` (see [`crate::decide`]); an
+    /// error that is not the backend's (a caller clock out of range) refuses as unavailable.
+    pub(crate) fn fallback_answer(&self, key: &str, err: Error) -> slidelimit::Answer {
+        if err.is_backend_failure() {
+            self.setup.fallback().answer(key)
+        } else {
+            slidelimit::Answer::Undecided {
+                admitted: false,
+                retry_after: crate::decide::UNAVAILABLE_RETRY,
+            }
+        }
+    }
+
     /// [`Self::check_and_hit_n`] with the configured failure policy standing in when Redis
     /// fails; never longer than the timeout.
     ///

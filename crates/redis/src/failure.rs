@@ -109,6 +109,33 @@ impl Fallback {
         self.policy
     }
 
+    /// The policy's answer to one request of weight 1 on `key`, for middleware: fail open
+    /// admits with no window to report, fail closed refuses as unavailable, the local share
+    /// decides and reports its own window.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn answer(&self, key: &str) -> slidelimit::Answer {
+        use slidelimit::{Answer, RateLimiter};
+        match (&self.local, self.policy) {
+            (Some(local), _) => {
+                let (key, now) = (key.to_owned(), self.clock.now_ticks());
+                let admitted = local.check_and_hit(&key, now);
+                Answer::Decided {
+                    admitted,
+                    limit: local.limit(),
+                    status: Some(local.status(&key, now)),
+                }
+            }
+            (None, FailurePolicy::FailOpen) => Answer::Undecided {
+                admitted: true,
+                retry_after: std::time::Duration::ZERO,
+            },
+            (None, _) => Answer::Undecided {
+                admitted: false,
+                retry_after: crate::decide::UNAVAILABLE_RETRY,
+            },
+        }
+    }
+
     pub(crate) fn decide(&self, key: &str, n: u64, error: Error) -> Verdict {
         let (admitted, source) = match (&self.local, self.policy) {
             (Some(local), _) => {

@@ -57,6 +57,8 @@
 #[cfg(feature = "tokio")]
 pub mod asynchronous;
 pub mod buckets;
+#[cfg(feature = "tokio")]
+pub mod decide;
 mod error;
 pub mod exact;
 pub mod failure;

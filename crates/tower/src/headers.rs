@@ -103,6 +103,12 @@ pub(crate) fn secs_ceil(ticks: u64, tick: Duration) -> u64 {
     u64::try_from(nanos.div_ceil(1_000_000_000)).unwrap_or(u64::MAX)
 }
 
+/// `Retry-After` for a wait of `wait`: whole seconds rounded up, at least 1 (a 503 whose
+/// limiter could not decide; the 429's comes with the rate-limit fields).
+pub(crate) fn retry_after_value(wait: Duration) -> HeaderValue {
+    HeaderValue::from(secs_ceil(1, wait).max(1))
+}
+
 /// A value for a structured-field Integer: capped at [`SF_INTEGER_MAX`].
 fn sf_integer(value: u64) -> u64 {
     value.min(SF_INTEGER_MAX)

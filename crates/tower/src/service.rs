@@ -6,14 +6,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
-use http::header::{HeaderValue, CONTENT_TYPE};
+use http::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::{Request, Response, StatusCode};
 use pin_project_lite::pin_project;
-use slidelimit::RateLimiter;
+use slidelimit::{Answer, Decide, Decision};
 use tower_service::Service;
 
 use crate::body::ResponseBody;
-use crate::headers::RateLimitHeaders;
+use crate::headers::{retry_after_value, RateLimitHeaders};
 use crate::key::KeyExtractor;
 use crate::layer::{Config, MissingKey};
 
@@ -22,6 +22,9 @@ const REFUSED_TEXT: &str = "too many requests\n";
 
 /// The body of a rejection for a request without a key.
 const MISSING_KEY_TEXT: &str = "request has no rate-limit key\n";
+
+/// The body of a 503: the limiter could not decide and its failure policy refuses.
+const UNAVAILABLE_TEXT: &str = "rate limiter unavailable\n";
 
 /// Middleware that admits a request when its key has room in the limiter's window and
 /// answers `429 Too Many Requests` otherwise; made by [`RateLimitLayer`](crate::RateLimitLayer).
@@ -56,13 +59,13 @@ impl<S, L: ?Sized, E> RateLimit<S, L, E> {
 
 impl<S, L, E, ReqBody, ResBody> Service<Request<ReqBody>> for RateLimit<S, L, E>
 where
-    S: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    S: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone,
     E: KeyExtractor<ReqBody>,
-    L: RateLimiter<E::Key> + ?Sized,
+    L: Decide<E::Key> + ?Sized,
 {
     type Response = Response<ResponseBody<ResBody>>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future, ResBody>;
+    type Future = ResponseFuture<S::Future, ResBody, L::Pending, S, Request<ReqBody>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         // A refusal does not use the readiness this reserves; the inner service keeps it for
@@ -80,24 +83,66 @@ where
             };
         };
         let now = self.config.clock.now_ticks();
-        let admitted = self.limiter.check_and_hit(&key, now);
-        if admitted && !self.config.informational {
-            return ResponseFuture::inner(self.inner.call(request), None);
+        let tick = self.limiter.tick().unwrap_or(self.config.tick);
+        match L::decide(&self.limiter, &key, now, self.config.informational) {
+            Decision::Ready(answer) => match outcome(&self.config, answer, tick) {
+                Outcome::Pass(headers) => ResponseFuture::inner(self.inner.call(request), headers),
+                Outcome::Answer(response) => ResponseFuture::local(response),
+            },
+            Decision::Pending(pending) => {
+                // The decision comes later: the request goes to the service that was made
+                // ready for it, and a clone stays here for the next one (tower's way).
+                let fresh = self.inner.clone();
+                let ready = std::mem::replace(&mut self.inner, fresh);
+                ResponseFuture::deciding(pending, ready, request, Arc::clone(&self.config), tick)
+            }
         }
-        let headers = RateLimitHeaders::new(
-            &self.config.policy,
-            self.limiter.limit(),
-            self.limiter.status(&key, now),
+    }
+}
+
+/// What the layer does with a request once its limiter answered.
+enum Outcome<B> {
+    /// Pass it to the inner service, adding these fields to its response.
+    Pass(Option<RateLimitHeaders>),
+    /// Answer it without the inner service.
+    Answer(Response<ResponseBody<B>>),
+}
+
+/// The layer's reading of `answer` (in ticks of `tick`): the rate-limit fields of an
+/// admission or a 429 refusal, or a 503 when the limiter could not decide and its failure
+/// policy refuses.
+fn outcome<B>(config: &Config, answer: Answer, tick: std::time::Duration) -> Outcome<B> {
+    match answer {
+        Answer::Decided {
             admitted,
-            self.config.tick,
-        );
-        if admitted {
-            ResponseFuture::inner(self.inner.call(request), Some(headers))
-        } else {
-            let mut response = local_response(StatusCode::TOO_MANY_REQUESTS, REFUSED_TEXT);
-            headers.apply(response.headers_mut());
-            ResponseFuture::local(response)
+            limit,
+            status,
+        } => {
+            let headers = status
+                .map(|status| RateLimitHeaders::new(&config.policy, limit, status, admitted, tick));
+            if admitted {
+                Outcome::Pass(headers.filter(|_| config.informational))
+            } else {
+                let mut response = local_response(StatusCode::TOO_MANY_REQUESTS, REFUSED_TEXT);
+                if let Some(headers) = headers {
+                    headers.apply(response.headers_mut());
+                }
+                Outcome::Answer(response)
+            }
         }
+        Answer::Undecided { admitted: true, .. } => Outcome::Pass(None),
+        Answer::Undecided { retry_after, .. } => {
+            let mut response = local_response(StatusCode::SERVICE_UNAVAILABLE, UNAVAILABLE_TEXT);
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, retry_after_value(retry_after));
+            Outcome::Answer(response)
+        }
+        // Answer is non-exhaustive: a kind of answer this layer does not know refuses.
+        _ => Outcome::Answer(local_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            UNAVAILABLE_TEXT,
+        )),
     }
 }
 
@@ -134,23 +179,39 @@ impl<S: fmt::Debug, L: ?Sized, E: fmt::Debug> fmt::Debug for RateLimit<S, L, E> 
 }
 
 pin_project! {
-    /// The response future of [`RateLimit`]: the inner service's, whose response gets the
-    /// informational fields, or a response the layer made itself.
-    pub struct ResponseFuture<F, B> {
+    /// The response future of [`RateLimit`]: a decision still to come (a remote limiter's),
+    /// then the inner service's future, whose response gets the informational fields, or a
+    /// response the layer made itself.
+    pub struct ResponseFuture<F, B, P, S, R> {
         #[pin]
-        state: State<F, B>,
+        state: State<F, B, P, S, R>,
     }
 }
 
 pin_project! {
     #[project = StateProj]
-    enum State<F, B> {
+    enum State<F, B, P, S, R> {
+        Deciding {
+            #[pin]
+            pending: P,
+            // Taken when the decision comes.
+            waiting: Option<Waiting<S, R>>,
+        },
         Inner { #[pin] future: F, headers: Option<RateLimitHeaders> },
         Local { response: Option<Response<ResponseBody<B>>> },
     }
 }
 
-impl<F, B> ResponseFuture<F, B> {
+/// What a request waiting for its decision holds: the service made ready for it, the request
+/// and how to read the answer.
+struct Waiting<S, R> {
+    service: S,
+    request: R,
+    config: Arc<Config>,
+    tick: std::time::Duration,
+}
+
+impl<F, B, P, S, R> ResponseFuture<F, B, P, S, R> {
     fn inner(future: F, headers: Option<RateLimitHeaders>) -> Self {
         Self {
             state: State::Inner { future, headers },
@@ -164,33 +225,80 @@ impl<F, B> ResponseFuture<F, B> {
             },
         }
     }
-}
 
-impl<F, B, Error> Future for ResponseFuture<F, B>
-where
-    F: Future<Output = Result<Response<B>, Error>>,
-{
-    type Output = Result<Response<ResponseBody<B>>, Error>;
-
-    /// # Panics
-    /// If polled again after it returned `Ready` for a response the layer made itself.
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().state.project() {
-            StateProj::Inner { future, headers } => {
-                let mut response = ready!(future.poll(cx))?.map(ResponseBody::inner);
-                if let Some(headers) = headers.take() {
-                    headers.apply(response.headers_mut());
-                }
-                Poll::Ready(Ok(response))
-            }
-            StateProj::Local { response } => Poll::Ready(Ok(response
-                .take()
-                .expect("ResponseFuture polled after completion"))),
+    fn deciding(
+        pending: P,
+        service: S,
+        request: R,
+        config: Arc<Config>,
+        tick: std::time::Duration,
+    ) -> Self {
+        Self {
+            state: State::Deciding {
+                pending,
+                waiting: Some(Waiting {
+                    service,
+                    request,
+                    config,
+                    tick,
+                }),
+            },
         }
     }
 }
 
-impl<F, B> fmt::Debug for ResponseFuture<F, B> {
+impl<F, B, P, S, R, Error> Future for ResponseFuture<F, B, P, S, R>
+where
+    F: Future<Output = Result<Response<B>, Error>>,
+    P: Future<Output = Answer>,
+    S: Service<R, Future = F>,
+{
+    type Output = Result<Response<ResponseBody<B>>, Error>;
+
+    /// # Panics
+    /// If polled again after it returned `Ready`.
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            let next = match self.as_mut().project().state.project() {
+                StateProj::Deciding { pending, waiting } => {
+                    let answer = ready!(pending.poll(cx));
+                    let Waiting {
+                        mut service,
+                        request,
+                        config,
+                        tick,
+                    } = waiting
+                        .take()
+                        .expect("ResponseFuture polled after completion");
+                    match outcome(&config, answer, tick) {
+                        Outcome::Pass(headers) => State::Inner {
+                            future: service.call(request),
+                            headers,
+                        },
+                        Outcome::Answer(response) => State::Local {
+                            response: Some(response),
+                        },
+                    }
+                }
+                StateProj::Inner { future, headers } => {
+                    let mut response = ready!(future.poll(cx))?.map(ResponseBody::inner);
+                    if let Some(headers) = headers.take() {
+                        headers.apply(response.headers_mut());
+                    }
+                    return Poll::Ready(Ok(response));
+                }
+                StateProj::Local { response } => {
+                    return Poll::Ready(Ok(response
+                        .take()
+                        .expect("ResponseFuture polled after completion")))
+                }
+            };
+            self.as_mut().project().state.set(next);
+        }
+    }
+}
+
+impl<F, B, P, S, R> fmt::Debug for ResponseFuture<F, B, P, S, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture").finish_non_exhaustive()
     }

@@ -3,6 +3,8 @@
 
 #[cfg(feature = "tokio")]
 mod asynchronous;
+#[cfg(feature = "tokio")]
+mod asynchronous_layer;
 mod buckets;
 mod check;
 mod exact;

@@ -151,7 +151,7 @@ pub async fn serve_axum(app: Router, calls: Arc<AtomicUsize>) -> Server {
 /// through `TowerToHyperService`), recording each connection's peer as a [`PeerAddr`].
 pub async fn serve_hyper<L>(layer: RateLimitLayer<L, PeerIp>) -> Server
 where
-    L: RateLimiter<IpAddr> + ?Sized + 'static,
+    L: slidelimit::Decide<IpAddr> + ?Sized,
 {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();

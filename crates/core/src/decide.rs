@@ -1,0 +1,197 @@
+//! One request decided now or later: the interface that middleware asks, so that a limiter
+//! in this process and one across the network (`slidelimit-redis`) sit behind the same
+//! layer.
+//!
+//! A limiter in this process answers at once ([`Decision::Ready`], no allocation, no
+//! future); a remote one answers with a future ([`Decision::Pending`]) that the caller
+//! awaits, and that never blocks a thread of the runtime. Every limiter of this crate
+//! implements [`Decide`], and so does `dyn RateLimiter<K>`; [`Local`] makes any other
+//! [`RateLimiter`] one.
+
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::keyed::concurrent::{EntryGuardedLimiter, GuardedEntry};
+use crate::keyed::sequential::{KeyTable, MapGuardedLimiter, TableLock};
+use crate::window::Algorithm;
+use crate::{Limit, RateLimiter, Status};
+
+/// What a limiter answered for one request of weight 1.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// The limiter decided, and recorded the request if `admitted`.
+    Decided {
+        /// Whether the request may go ahead.
+        admitted: bool,
+        /// The limit the answer is about (the limiter's default limit).
+        limit: Limit,
+        /// The key's window after the call, in the limiter's ticks; `None` only for an
+        /// admission of a limiter asked not to read it (see [`Decide::decide`]).
+        status: Option<Status>,
+    },
+    /// The limiter could not decide (its backend is down, slow or restarting) and its
+    /// failure policy answered instead: `admitted` (fail open) or not (fail closed, in
+    /// which case the service is unavailable rather than the client over its limit).
+    Undecided {
+        /// Whether the failure policy lets the request through.
+        admitted: bool,
+        /// When to try again, for a refusal.
+        retry_after: Duration,
+    },
+}
+
+impl Answer {
+    /// Whether the request may go ahead.
+    #[must_use]
+    pub const fn admitted(&self) -> bool {
+        match self {
+            Self::Decided { admitted, .. } | Self::Undecided { admitted, .. } => *admitted,
+        }
+    }
+}
+
+/// An answer now, or one to await.
+#[derive(Debug)]
+pub enum Decision<F> {
+    /// Decided in this call.
+    Ready(Answer),
+    /// Decided when the future completes (a round trip to a remote limiter).
+    Pending(F),
+}
+
+/// A limiter that decides one request at a time, now or later (see the
+/// [module docs](self)).
+pub trait Decide<K: ?Sized>: Send + Sync + 'static {
+    /// The future of a decision that is not ready at once. Limiters in this process never
+    /// return one: theirs is [`NeverPending`].
+    type Pending: Future<Output = Answer> + Send + 'static;
+
+    /// Decides a request of weight 1 on `key` at tick `now` (of the caller's clock; a
+    /// limiter that keeps its own time, see [`Decide::tick`], may decide by its own), and
+    /// records it if admitted. With `status_if_admitted` false an in-process limiter skips
+    /// reading the window after an admission (the status of a refusal is always read).
+    fn decide(
+        this: &Arc<Self>,
+        key: &K,
+        now: u64,
+        status_if_admitted: bool,
+    ) -> Decision<Self::Pending>;
+
+    /// The length of the limiter's tick if it keeps its own time (a remote limiter deciding
+    /// by its server's clock, in microseconds); `None` if it decides at the caller's `now`,
+    /// in the caller's ticks.
+    fn tick(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Whether each decision costs a round trip, so that caching refusals pays.
+    fn is_remote(&self) -> bool {
+        false
+    }
+}
+
+/// The future of a limiter that always answers at once: never constructed.
+#[derive(Debug)]
+pub enum NeverPending {}
+
+impl Future for NeverPending {
+    type Output = Answer;
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Answer> {
+        match *self {}
+    }
+}
+
+/// The answer of an in-process limiter: `check_and_hit`, then `status` at the same tick
+/// unless the caller does not want it after an admission.
+#[inline]
+fn decide_here<K, L>(limiter: &L, key: &K, now: u64, status_if_admitted: bool) -> Answer
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    L: RateLimiter<K> + ?Sized,
+{
+    let admitted = limiter.check_and_hit(key, now);
+    Answer::Decided {
+        admitted,
+        limit: limiter.limit(),
+        status: (!admitted || status_if_admitted).then(|| limiter.status(key, now)),
+    }
+}
+
+/// Any [`RateLimiter`] as a [`Decide`]: for limiters other than this crate's own (which
+/// implement it already).
+#[derive(Debug)]
+pub struct Local<L>(pub L);
+
+impl<K, L> Decide<K> for Local<L>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    L: RateLimiter<K> + 'static,
+{
+    type Pending = NeverPending;
+    #[inline]
+    fn decide(
+        this: &Arc<Self>,
+        key: &K,
+        now: u64,
+        status_if_admitted: bool,
+    ) -> Decision<NeverPending> {
+        Decision::Ready(decide_here(&this.0, key, now, status_if_admitted))
+    }
+}
+
+impl<K> Decide<K> for dyn RateLimiter<K>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    type Pending = NeverPending;
+    #[inline]
+    fn decide(
+        this: &Arc<Self>,
+        key: &K,
+        now: u64,
+        status_if_admitted: bool,
+    ) -> Decision<NeverPending> {
+        Decision::Ready(decide_here(&**this, key, now, status_if_admitted))
+    }
+}
+
+impl<K, E> Decide<K> for EntryGuardedLimiter<K, E>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    E: GuardedEntry,
+{
+    type Pending = NeverPending;
+    #[inline]
+    fn decide(
+        this: &Arc<Self>,
+        key: &K,
+        now: u64,
+        status_if_admitted: bool,
+    ) -> Decision<NeverPending> {
+        Decision::Ready(decide_here(&**this, key, now, status_if_admitted))
+    }
+}
+
+impl<K, W, L> Decide<K> for MapGuardedLimiter<K, W, L>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    W: Algorithm,
+    L: TableLock<KeyTable<K, W>> + 'static,
+{
+    type Pending = NeverPending;
+    #[inline]
+    fn decide(
+        this: &Arc<Self>,
+        key: &K,
+        now: u64,
+        status_if_admitted: bool,
+    ) -> Decision<NeverPending> {
+        Decision::Ready(decide_here(&**this, key, now, status_if_admitted))
+    }
+}

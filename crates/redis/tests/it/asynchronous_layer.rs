@@ -1,0 +1,208 @@
+//! The tower layer over the async Redis limiter (feature `tokio`), against real servers: one
+//! limit shared by several layers (as by several front-ends), the fields and `Retry-After`
+//! from Redis's answer, and each failure policy in HTTP terms while the server is paused,
+//! killed and restarted.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::{Request, Response, StatusCode};
+use slidelimit_redis::{AsyncRedisLimiter, FailurePolicy, Options};
+use slidelimit_tower::{Header, RateLimitLayer};
+use tower::{service_fn, Layer, Service, ServiceExt};
+
+use crate::{limit, shared, Server, TIMEOUT};
+
+/// A minute in the Redis limiters' microsecond ticks.
+const MINUTE: u64 = 60_000_000;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+/// A service behind the layer over `limiter`, keyed by `x-api-key`.
+fn service(
+    limiter: Arc<AsyncRedisLimiter>,
+) -> impl Service<
+    Request<String>,
+    Response = Response<slidelimit_tower::ResponseBody<String>>,
+    Error = Infallible,
+> + Clone {
+    let layer = RateLimitLayer::new(limiter, Header::new("x-api-key".parse().expect("name")));
+    layer.layer(service_fn(|_request: Request<String>| async {
+        Ok::<_, Infallible>(Response::new(String::from("ok")))
+    }))
+}
+
+fn get(key: &str) -> Request<String> {
+    Request::get("/")
+        .header("x-api-key", key)
+        .body(String::new())
+        .expect("request")
+}
+
+fn field(
+    response: &Response<slidelimit_tower::ResponseBody<String>>,
+    name: &str,
+) -> Option<String> {
+    response
+        .headers()
+        .get(name)
+        .map(|value| value.to_str().expect("ascii").to_owned())
+}
+
+#[test]
+fn asynchronous_layers_share_one_limit_and_report_redis_answers() {
+    runtime().block_on(async {
+        // Two front-ends: two limiters (two connections) on one server and prefix.
+        let options = Options::new().prefix("layer-shared").timeout(TIMEOUT);
+        let front_ends: Vec<_> = (0..2)
+            .map(|_| {
+                service(Arc::new(
+                    AsyncRedisLimiter::new(&shared().url(), limit(3, MINUTE), options.clone())
+                        .expect("limiter"),
+                ))
+            })
+            .collect();
+        let mut statuses = Vec::new();
+        let mut remaining = Vec::new();
+        for i in 0..6 {
+            let response = front_ends[i % 2].clone().oneshot(get("k")).await.unwrap();
+            statuses.push(response.status());
+            remaining.push(field(&response, "ratelimit"));
+            if response.status() == StatusCode::TOO_MANY_REQUESTS {
+                let retry: u64 = field(&response, "retry-after")
+                    .expect("Retry-After on a 429")
+                    .parse()
+                    .expect("seconds");
+                assert!((1..=60).contains(&retry), "{retry}");
+                assert_eq!(
+                    field(&response, "ratelimit-policy").as_deref(),
+                    Some(r#""default";q=3;w=60"#)
+                );
+            }
+        }
+        let admitted = statuses.iter().filter(|s| **s == StatusCode::OK).count();
+        assert_eq!(
+            admitted, 3,
+            "one limit across both front-ends: {statuses:?}"
+        );
+        assert_eq!(
+            remaining[..3],
+            [
+                Some(r#""default";r=2"#.to_owned()),
+                Some(r#""default";r=1"#.to_owned()),
+                Some(r#""default";r=0;t=60"#.to_owned()),
+            ],
+            "the fields come from Redis's answer, after each admission"
+        );
+        let other = front_ends[1].clone().oneshot(get("other")).await.unwrap();
+        assert_eq!(other.status(), StatusCode::OK, "keys are apart");
+    });
+}
+
+#[test]
+fn asynchronous_layer_answers_each_failure_policy_in_http_terms() {
+    let mut server = Server::start();
+    let timeout = Duration::from_millis(200);
+    let slack = Duration::from_secs(2);
+    runtime().block_on(async {
+        let with = |policy, prefix: &str| {
+            let options = Options::new()
+                .prefix(prefix)
+                .timeout(timeout)
+                .failure(policy);
+            service(Arc::new(
+                AsyncRedisLimiter::new(&server.url(), limit(2, MINUTE), options).expect("limiter"),
+            ))
+        };
+        let closed = with(FailurePolicy::FailClosed, "layer-closed");
+        let open = with(FailurePolicy::FailOpen, "layer-open");
+        let local = with(FailurePolicy::Local { max_requests: 1 }, "layer-local");
+        for front_end in [&closed, &open, &local] {
+            let response = front_end.clone().oneshot(get("k")).await.unwrap();
+            assert_eq!(response.status(), StatusCode::OK, "Redis decides while up");
+        }
+
+        for outage in ["paused", "killed"] {
+            if outage == "paused" {
+                server.signal("-STOP");
+            } else {
+                server.kill();
+            }
+            let start = Instant::now();
+            let refused = closed.clone().oneshot(get("k")).await.unwrap();
+            let opened = open.clone().oneshot(get("k")).await.unwrap();
+            // A key of its own per outage: the local share keeps its window across both.
+            let fresh = format!("fresh-{outage}");
+            let shared_first = local.clone().oneshot(get(&fresh)).await.unwrap();
+            let shared_second = local.clone().oneshot(get(&fresh)).await.unwrap();
+            let elapsed = start.elapsed();
+            assert!(elapsed < 4 * timeout + slack, "{outage}: {elapsed:?}");
+
+            assert_eq!(
+                refused.status(),
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{outage}"
+            );
+            assert_eq!(
+                field(&refused, "retry-after").as_deref(),
+                Some("1"),
+                "{outage}"
+            );
+            assert_eq!(field(&refused, "ratelimit"), None, "no window to report");
+
+            assert_eq!(
+                opened.status(),
+                StatusCode::OK,
+                "{outage}: fail open admits"
+            );
+            assert_eq!(field(&opened, "ratelimit"), None, "{outage}");
+
+            assert_eq!(
+                shared_first.status(),
+                StatusCode::OK,
+                "{outage}: the local share"
+            );
+            assert_eq!(
+                field(&shared_first, "ratelimit-policy").as_deref(),
+                Some(r#""default";q=1;w=60"#),
+                "{outage}: the local share's own policy"
+            );
+            assert_eq!(
+                shared_second.status(),
+                StatusCode::TOO_MANY_REQUESTS,
+                "{outage}: the local share of 1 is spent"
+            );
+
+            if outage == "paused" {
+                server.signal("-CONT");
+                // The paused server still runs the script it had queued for the timed-out
+                // request once it resumes: "k" may now hold both hits (a timeout can only
+                // count more, never admit more). A fresh key shows Redis deciding again.
+                let back = closed.clone().oneshot(get("after-pause")).await.unwrap();
+                assert_eq!(back.status(), StatusCode::OK, "resumed");
+                assert!(field(&back, "ratelimit").is_some(), "Redis decides again");
+            } else {
+                server.restart();
+                let mut status = None;
+                for _ in 0..5 {
+                    let response = closed.clone().oneshot(get("after-restart")).await.unwrap();
+                    status = Some(response.status());
+                    if response.status() == StatusCode::OK {
+                        assert!(
+                            field(&response, "ratelimit").is_some(),
+                            "Redis decides again"
+                        );
+                        break;
+                    }
+                }
+                assert_eq!(status, Some(StatusCode::OK), "recovers after the restart");
+            }
+        }
+    });
+}
