@@ -13,6 +13,10 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod refusals;
+
+pub use refusals::{CachedRefusals, Remembering};
+
 use crate::keyed::concurrent::{EntryGuardedLimiter, GuardedEntry};
 use crate::keyed::sequential::{KeyTable, MapGuardedLimiter, TableLock};
 use crate::window::Algorithm;

@@ -162,13 +162,13 @@ pub(crate) type KeyHasher = foldhash::fast::RandomState;
 pub(crate) type KeyHasher = foldhash::fast::FixedState;
 
 #[cfg(not(slidelimit_loom))]
-fn process_hasher() -> KeyHasher {
+pub(crate) fn process_hasher() -> KeyHasher {
     static HASHER: std::sync::OnceLock<KeyHasher> = std::sync::OnceLock::new();
     HASHER.get_or_init(KeyHasher::default).clone()
 }
 
 #[cfg(slidelimit_loom)]
-fn process_hasher() -> KeyHasher {
+pub(crate) fn process_hasher() -> KeyHasher {
     KeyHasher::default()
 }
 

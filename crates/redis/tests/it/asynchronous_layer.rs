@@ -206,3 +206,58 @@ fn asynchronous_layer_answers_each_failure_policy_in_http_terms() {
         }
     });
 }
+
+#[test]
+fn asynchronous_refusal_cache_answers_a_flood_without_round_trips() {
+    runtime().block_on(async {
+        let options = Options::new().prefix("layer-flood").timeout(TIMEOUT);
+        let limiter = Arc::new(
+            AsyncRedisLimiter::new(&shared().url(), limit(5, MINUTE), options).expect("limiter"),
+        );
+        let layer =
+            RateLimitLayer::remote(limiter, Header::new("x-api-key".parse().expect("name")));
+        let service = layer.layer(service_fn(|_request: Request<String>| async {
+            Ok::<_, Infallible>(Response::new(String::from("ok")))
+        }));
+        let (tasks, each) = (20, 50);
+        let flood: Vec<_> = (0..tasks)
+            .map(|_| {
+                let service = service.clone();
+                tokio::spawn(async move {
+                    let mut statuses = Vec::new();
+                    for _ in 0..each {
+                        let response = service.clone().oneshot(get("flooded")).await.unwrap();
+                        if response.status() == StatusCode::TOO_MANY_REQUESTS {
+                            assert!(field(&response, "retry-after").is_some());
+                        }
+                        statuses.push(response.status());
+                    }
+                    statuses
+                })
+            })
+            .collect();
+        let mut admitted = 0;
+        for task in flood {
+            admitted += task
+                .await
+                .unwrap()
+                .iter()
+                .filter(|status| **status == StatusCode::OK)
+                .count();
+        }
+        let cache = layer.refusal_cache();
+        assert_eq!(admitted, 5, "the limit holds");
+        assert_eq!(
+            cache.asked() + cache.served_locally(),
+            (tasks * each) as u64
+        );
+        // Each task may have one refusal in flight before the first one is remembered.
+        assert!(
+            cache.asked() <= 5 + tasks as u64,
+            "round trips: {} of {}",
+            cache.asked(),
+            tasks * each
+        );
+        assert_eq!(cache.remembered(), 1);
+    });
+}
