@@ -220,7 +220,12 @@ where
             }
             Decision::Pending(pending) => Decision::Pending(Remembering {
                 pending,
-                cache: tick.map(|tick| (Arc::clone(this), key.clone(), at, tick)),
+                cache: tick.map(|tick| Asked {
+                    cache: Arc::clone(this),
+                    key: key.clone(),
+                    at,
+                    tick,
+                }),
             }),
         }
     }
@@ -238,7 +243,16 @@ where
 /// answers.
 pub struct Remembering<F, D: ?Sized, K> {
     pending: F,
-    cache: Option<(Arc<CachedRefusals<D, K>>, K, Instant, Duration)>,
+    cache: Option<Asked<D, K>>,
+}
+
+/// A question a [`Remembering`] future will remember the refusal of: the cache, the key,
+/// when it was sent, and the limiter's tick.
+struct Asked<D: ?Sized, K> {
+    cache: Arc<CachedRefusals<D, K>>,
+    key: K,
+    at: Instant,
+    tick: Duration,
 }
 
 impl<F, D, K> Future for Remembering<F, D, K>
@@ -251,8 +265,10 @@ where
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Answer> {
         let answer = std::task::ready!(Pin::new(&mut self.pending).poll(cx));
-        if let Some((cache, key, asked_at, tick)) = self.cache.take() {
-            cache.remember_answer(&key, asked_at, tick, answer);
+        if let Some(asked) = self.cache.take() {
+            asked
+                .cache
+                .remember_answer(&asked.key, asked.at, asked.tick, answer);
         }
         Poll::Ready(answer)
     }
