@@ -4,6 +4,8 @@
 #[cfg(feature = "tokio")]
 mod asynchronous;
 #[cfg(feature = "tokio")]
+mod asynchronous_fleet;
+#[cfg(feature = "tokio")]
 mod asynchronous_layer;
 mod buckets;
 mod check;
