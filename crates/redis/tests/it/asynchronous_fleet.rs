@@ -240,9 +240,13 @@ async fn load(ports: &[u16]) -> HashMap<&'static str, (u64, u64)> {
 /// What one fleet run saw: per key, the merged admissions log and the 200s and 429s the
 /// clients got; and how many requests the services behind the layers served.
 struct FleetRun {
-    keys: HashMap<&'static str, (Vec<(u64, u64)>, u64, u64)>,
+    keys: HashMap<&'static str, KeyRun>,
     served: u64,
 }
+
+/// One key's admissions log (tick, weight) merged from every front-end, and the 200s and
+/// 429s the clients got.
+type KeyRun = (Vec<(u64, u64)>, u64, u64);
 
 /// Starts the front-ends (on one key prefix, or, for the broken control, one each), loads
 /// them, stops them and merges their logs.
