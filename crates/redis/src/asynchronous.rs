@@ -202,17 +202,9 @@ impl AsyncRedisLimiter {
         Ok(reply.status(self.setup.limit()))
     }
 
-    /// The failure policy's answer for middleware after `err` (see [`crate::decide`]); an
-    /// error that is not the backend's (a caller clock out of range) refuses as unavailable.
-    pub(crate) fn fallback_answer(&self, key: &str, err: Error) -> slidelimit::Answer {
-        if err.is_backend_failure() {
-            self.setup.fallback().answer(key)
-        } else {
-            slidelimit::Answer::Undecided {
-                admitted: false,
-                retry_after: crate::decide::UNAVAILABLE_RETRY,
-            }
-        }
+    /// The failure policy's answer for middleware after `err` (see [`crate::decide`]).
+    pub(crate) fn fallback_answer(&self, key: &str, err: &Error) -> slidelimit::Answer {
+        crate::decide::fallback_answer(self.setup.fallback(), key, err)
     }
 
     /// [`Self::check_and_hit_n`] with the configured failure policy standing in when Redis

@@ -1,5 +1,14 @@
-//! [`AsyncRedisLimiter`] as a [`Decide`]: the limiter the tower layer and other middleware
-//! ask, answering after one round trip that never blocks a runtime thread (feature `tokio`).
+//! The Redis limiters as a [`Decide`]: what the tower layer and other middleware ask
+//! (feature `tokio`). No call blocks a runtime thread:
+//! - [`AsyncRedisLimiter`] (the exact log or the rolling buckets) answers after one round trip
+//!   on its multiplexed connection;
+//! - [`LeasedLimiter`] answers at once from the lease in hand (or a refusal it remembers), and
+//!   takes a new lease on tokio's blocking pool (`spawn_blocking`), so its blocking round trip
+//!   holds a pool thread, never a runtime worker. An admission from a lease carries no window
+//!   (a lease knows its own permits, not the key's count), so the layer's informational
+//!   fields are left off; a refusal carries the retry-after Redis gave.
+//!
+//! The blocking [`RedisLimiter`](crate::RedisLimiter) is not one: use the async limiter.
 //!
 //! Every answer comes within the configured timeout: Redis's decision with the key's window
 //! from the script's reply, or, when Redis is slow, down or restarting, the failure policy's
@@ -14,9 +23,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use slidelimit::{Answer, Decide, Decision};
+use slidelimit::{Answer, Decide, Decision, Status};
 
-use crate::AsyncRedisLimiter;
+use crate::failure::Fallback;
+use crate::{AsyncRedisLimiter, Error, LeaseDecision, LeasedLimiter};
 
 /// The wait a fail-closed refusal suggests (`Retry-After` of the tower layer's 503): a
 /// restarting server is usually back within a second or two, and a client that retries
@@ -59,7 +69,76 @@ impl AsyncRedisLimiter {
                 limit: self.limit(),
                 status: Some(decision.status),
             },
-            Err(err) => self.fallback_answer(key, err),
+            Err(err) => self.fallback_answer(key, &err),
+        }
+    }
+}
+
+/// The failure policy's answer after `err`; an error that is not the backend's (a caller
+/// clock out of range) refuses as unavailable.
+pub(crate) fn fallback_answer(fallback: &Fallback, key: &str, err: &Error) -> Answer {
+    if err.is_backend_failure() {
+        fallback.answer(key)
+    } else {
+        Answer::Undecided {
+            admitted: false,
+            retry_after: UNAVAILABLE_RETRY,
+        }
+    }
+}
+
+impl<K: Display + ?Sized> Decide<K> for LeasedLimiter {
+    /// Only when a new lease is needed: one allocation for the key's text and the future.
+    type Pending = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+    fn decide(
+        this: &Arc<Self>,
+        key: &K,
+        _now: u64,
+        _status_if_admitted: bool,
+    ) -> Decision<Self::Pending> {
+        let key = key.to_string();
+        if let Some(decision) = this.try_check_and_hit_locally(&key) {
+            return Decision::Ready(this.lease_answer(decision));
+        }
+        let limiter = Arc::clone(this);
+        Decision::Pending(Box::pin(async move {
+            let asked = Arc::clone(&limiter);
+            let asked_key = key.clone();
+            match tokio::task::spawn_blocking(move || asked.check_and_hit(&asked_key)).await {
+                Ok(Ok(decision)) => limiter.lease_answer(decision),
+                Ok(Err(err)) => limiter.fallback_answer(&key, &err),
+                // The blocking call panicked or the runtime is shutting down: no decision.
+                Err(_) => Answer::Undecided {
+                    admitted: false,
+                    retry_after: UNAVAILABLE_RETRY,
+                },
+            }
+        }))
+    }
+
+    fn tick(&self) -> Option<Duration> {
+        Some(Duration::from_micros(1))
+    }
+
+    fn is_remote(&self) -> bool {
+        true
+    }
+}
+
+impl LeasedLimiter {
+    /// A lease decision as an answer: no window for an admission, the retry-after for a
+    /// refusal.
+    fn lease_answer(&self, decision: LeaseDecision) -> Answer {
+        let limit = self.limit();
+        Answer::Decided {
+            admitted: decision.admitted,
+            limit,
+            status: (!decision.admitted).then_some(Status {
+                count: limit.max_requests(),
+                remaining: 0,
+                retry_after_ticks: decision.retry_after_ticks.max(1),
+            }),
         }
     }
 }

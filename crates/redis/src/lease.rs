@@ -57,6 +57,9 @@ pub struct LeaseDecision {
     /// The tick it was decided at: the caller's tick, or (server clock) the lease's server
     /// tick plus the time since it was requested, never behind the server's time.
     pub now: u64,
+    /// For a refusal, the ticks until this process asks Redis again for the key (the
+    /// retry-after Redis gave); 0 for an admission.
+    pub retry_after_ticks: u64,
 }
 
 #[derive(Debug)]
@@ -221,32 +224,69 @@ impl LeasedLimiter {
         let deadline = Instant::now() + self.remote.timeout();
         let entry = self.entry(key);
         let mut lease = lock(&entry);
-        let local = self.local_now(&lease);
+        if let Some(decision) = self.decide_locally(&mut lease) {
+            return Ok(decision);
+        }
+        self.decide_remotely(key, &mut lease, deadline)
+    }
+
+    /// [`Self::check_and_hit`] if this process can answer without a round trip, and
+    /// without waiting for another caller's round trip on the key: `None` otherwise. Never
+    /// blocks on I/O (what async callers take first; with the `tokio` feature the
+    /// limiter's `Decide` does).
+    pub fn try_check_and_hit_locally(&self, key: &str) -> Option<LeaseDecision> {
+        let entry = self.entry(key);
+        let mut lease = match entry.try_lock() {
+            Ok(lease) => lease,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        self.decide_locally(&mut lease)
+    }
+
+    /// The answer from the lease in hand, or from the refusal it remembers; `None` when only
+    /// Redis can answer.
+    fn decide_locally(&self, lease: &mut Lease) -> Option<LeaseDecision> {
+        let local = self.local_now(lease);
         if lease.used < lease.granted
             && local >= lease.score
             && local < lease.score.saturating_add(self.lease_ticks)
         {
             lease.used += 1;
-            return Ok(LeaseDecision {
+            return Some(LeaseDecision {
                 admitted: true,
                 remote: false,
                 now: local,
+                retry_after_ticks: 0,
             });
         }
         if local < lease.blocked_until {
-            return Ok(LeaseDecision {
+            return Some(LeaseDecision {
                 admitted: false,
                 remote: false,
                 now: local,
+                retry_after_ticks: lease.blocked_until - local,
             });
         }
-        let reply = self.take(key, &mut lease, self.batch, deadline)?;
+        None
+    }
+
+    /// A new lease from Redis (the old one's unused permits given back), and the answer it
+    /// gives.
+    fn decide_remotely(
+        &self,
+        key: &str,
+        lease: &mut Lease,
+        deadline: Instant,
+    ) -> Result<LeaseDecision, Error> {
+        let reply = self.take(key, lease, self.batch, deadline)?;
         if reply.granted > 0 {
             lease.used = 1;
             Ok(LeaseDecision {
                 admitted: true,
                 remote: true,
                 now: reply.now,
+                retry_after_ticks: 0,
             })
         } else {
             lease.blocked_until = reply.now.saturating_add(reply.retry_after_ticks);
@@ -254,6 +294,7 @@ impl LeasedLimiter {
                 admitted: false,
                 remote: true,
                 now: reply.now,
+                retry_after_ticks: reply.retry_after_ticks,
             })
         }
     }
@@ -318,6 +359,12 @@ impl LeasedLimiter {
             Err(err) if err.is_backend_failure() => Ok(self.remote.fallback_decide(key, 1, err)),
             Err(err) => Err(err),
         }
+    }
+
+    /// The failure policy's answer for middleware after `err` (see [`crate::decide`]).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn fallback_answer(&self, key: &str, err: &Error) -> slidelimit::Answer {
+        self.remote.fallback_answer(key, err)
     }
 
     /// Gives every unused leased permit back to Redis (for a clean shutdown) and forgets

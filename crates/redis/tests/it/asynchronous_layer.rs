@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::{Request, Response, StatusCode};
-use slidelimit_redis::{AsyncRedisLimiter, FailurePolicy, Options};
+use slidelimit_redis::{AsyncRedisLimiter, FailurePolicy, LeasedLimiter, Options};
 use slidelimit_tower::{Header, RateLimitLayer};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
@@ -259,5 +259,53 @@ fn asynchronous_refusal_cache_answers_a_flood_without_round_trips() {
             tasks * each
         );
         assert_eq!(cache.remembered(), 1);
+    });
+}
+
+#[test]
+fn asynchronous_layer_over_leases_decides_locally_and_keeps_the_limit() {
+    runtime().block_on(async {
+        let options = Options::new()
+            .prefix("layer-leases")
+            .timeout(TIMEOUT)
+            .expiry_slack(Duration::from_secs(10));
+        // 10 per minute, leases of 4 permits usable for 10 s.
+        let leased = Arc::new(
+            LeasedLimiter::new(&shared().url(), limit(10, MINUTE), options, 4, 10_000_000)
+                .expect("limiter"),
+        );
+        let layer = RateLimitLayer::new(
+            Arc::clone(&leased),
+            Header::new("x-api-key".parse().expect("name")),
+        );
+        let service = layer.layer(service_fn(|_request: Request<String>| async {
+            Ok::<_, Infallible>(Response::new(String::from("ok")))
+        }));
+        let mut admitted = 0;
+        let mut refused = 0;
+        for _ in 0..30 {
+            let response = service.clone().oneshot(get("k")).await.unwrap();
+            match response.status() {
+                StatusCode::OK => admitted += 1,
+                StatusCode::TOO_MANY_REQUESTS => {
+                    refused += 1;
+                    let retry: u64 = field(&response, "retry-after")
+                        .expect("Retry-After")
+                        .parse()
+                        .expect("seconds");
+                    // A lease's permits count for the window plus the lease duration.
+                    assert!((1..=70).contains(&retry), "{retry}");
+                }
+                other => panic!("{other}"),
+            }
+        }
+        assert_eq!((admitted, refused), (10, 20), "the limit, in leases of 4");
+        // A round trip per lease (4 + 4 + 2, the last one short) and for the refused
+        // lease calls that learn the retry-after; the other refusals are answered from it.
+        assert!(
+            leased.round_trips() <= 6,
+            "{} round trips",
+            leased.round_trips()
+        );
     });
 }
