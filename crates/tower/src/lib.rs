@@ -122,7 +122,21 @@
 //! and `Path`. A request without a key is rejected with 400 by default ([`MissingKey`]).
 //!
 //! Every limiter of the workspace works (lock-free, mutex, per-key-lock, rwlock, with the exact
-//! log or rolling buckets), as does an `Arc<dyn RateLimiter<K>>`.
+//! log or rolling buckets), as does an `Arc<dyn RateLimiter<K>>`: the layer asks any
+//! [`slidelimit::Decide`]. So do the Redis limiters of `slidelimit-redis` (feature `tokio`), for
+//! one limit across a fleet of servers: `AsyncRedisLimiter` answers after its round trip,
+//! `LeasedLimiter` mostly from its lease. [`RateLimitLayer::remote`] puts a local refusal cache
+//! in front of a remote limiter. A decision that waits never blocks a runtime thread; while it
+//! waits, the request holds the service made ready for it, so the inner service must be
+//! `Clone`.
+//!
+//! # Remote limiters
+//!
+//! The fields and `Retry-After` come from the remote limiter's answer, in its own ticks. When it
+//! cannot decide (its server is slow, down or restarting) its failure policy answers, within its
+//! timeout: fail open passes the request on without fields; fail closed answers
+//! `503 Service Unavailable` with `Retry-After` (1 s for Redis); a local share decides and reports
+//! its own policy.
 //!
 //! # Plain hyper
 //!
@@ -166,7 +180,8 @@
 //!
 //! # Guarantees
 //! - The limiter's: never more than `max_requests` admitted requests per key in any window,
-//!   whatever the concurrency; the layer calls `check_and_hit` once per request with a key.
+//!   whatever the concurrency; the layer asks the limiter once per request with a key (an
+//!   in-process limiter's `check_and_hit`), or its refusal cache, which only refuses.
 //! - A refused request never reaches the inner service; an admitted one always does.
 //! - `Retry-After` and `t` are never below the limiter's own wait, rounded up to seconds.
 //!
