@@ -4,7 +4,7 @@
 //! killed and restarted.
 
 use std::convert::Infallible;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::{Request, Response, StatusCode};
@@ -31,7 +31,10 @@ fn service(
     Request<String>,
     Response = Response<slidelimit_tower::ResponseBody<String>>,
     Error = Infallible,
-> + Clone {
+    Future: Send,
+> + Clone
+       + Send
+       + 'static {
     let layer = RateLimitLayer::new(limiter, Header::new("x-api-key".parse().expect("name")));
     layer.layer(service_fn(|_request: Request<String>| async {
         Ok::<_, Infallible>(Response::new(String::from("ok")))
@@ -306,6 +309,89 @@ fn asynchronous_layer_over_leases_decides_locally_and_keeps_the_limit() {
             leased.round_trips() <= 6,
             "{} round trips",
             leased.round_trips()
+        );
+    });
+}
+
+#[test]
+fn asynchronous_layer_under_load_answers_within_the_timeout_through_a_restart() {
+    let server = Arc::new(Mutex::new(Server::start()));
+    let timeout = Duration::from_millis(200);
+    let slack = Duration::from_secs(2);
+    runtime().block_on(async {
+        let options = Options::new().prefix("layer-load").timeout(timeout);
+        let url = server.lock().expect("server").url();
+        let front_end = service(Arc::new(
+            AsyncRedisLimiter::new(&url, limit(50, 1_000_000), options).expect("limiter"),
+        ));
+        let start = Instant::now();
+        let run = Duration::from_millis(4_000);
+        let tasks: Vec<_> = (0..16)
+            .map(|task| {
+                let front_end = front_end.clone();
+                tokio::spawn(async move {
+                    let mut seen = Vec::new();
+                    let mut slowest = Duration::ZERO;
+                    let mut i = 0u64;
+                    while start.elapsed() < run {
+                        let asked = Instant::now();
+                        let key = format!("k{}", (task as u64 * 31 + i) % 8);
+                        let response = front_end.clone().oneshot(get(&key)).await.unwrap();
+                        slowest = slowest.max(asked.elapsed());
+                        seen.push((start.elapsed(), response.status()));
+                        i += 1;
+                        tokio::task::yield_now().await;
+                    }
+                    (seen, slowest)
+                })
+            })
+            .collect();
+        // The outage, from another thread: killed at 1 s, restarted at 2 s.
+        let outage = {
+            let server = Arc::clone(&server);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(1_000));
+                server.lock().expect("server").kill();
+                std::thread::sleep(Duration::from_millis(1_000));
+                server.lock().expect("server").restart();
+                start.elapsed()
+            })
+        };
+        let mut seen = Vec::new();
+        for task in tasks {
+            let (statuses, slowest) = task.await.unwrap();
+            assert!(slowest < timeout + slack, "a request took {slowest:?}");
+            seen.extend(statuses);
+        }
+        let restarted_at = outage.join().expect("outage thread");
+        let count = |from: Duration, to: Duration, status: StatusCode| {
+            seen.iter()
+                .filter(|(at, s)| *at >= from && *at < to && *s == status)
+                .count()
+        };
+        let during = (Duration::from_millis(1_100), Duration::from_millis(1_900));
+        assert!(
+            seen.iter().all(|(_, s)| [
+                StatusCode::OK,
+                StatusCode::TOO_MANY_REQUESTS,
+                StatusCode::SERVICE_UNAVAILABLE
+            ]
+            .contains(s)),
+            "only decisions or the failure policy's 503"
+        );
+        assert!(count(Duration::ZERO, Duration::from_millis(900), StatusCode::OK) > 0);
+        assert!(
+            count(during.0, during.1, StatusCode::SERVICE_UNAVAILABLE) > 0,
+            "fails closed"
+        );
+        assert_eq!(
+            count(during.0, during.1, StatusCode::OK),
+            0,
+            "nothing admitted while down"
+        );
+        assert!(
+            count(during.1.min(restarted_at), run, StatusCode::OK) > 0,
+            "admits again after the restart (at {restarted_at:?})"
         );
     });
 }
