@@ -77,6 +77,7 @@ mod clock;
 mod jitter;
 mod queue;
 mod ready;
+mod remote;
 
 use std::fmt;
 use std::hash::Hash;
@@ -92,6 +93,7 @@ pub use clock::{TokioClock, WaitClock};
 use jitter::Jitter;
 use queue::WaiterMap;
 use ready::{first_admitting_tick, Ready};
+pub use remote::until_admitted;
 
 /// Why a wait ended without an admission.
 #[non_exhaustive]

@@ -124,3 +124,41 @@ fn async_faults_give_typed_errors_within_the_timeout_then_recover() {
         assert!(recovered.expect("recovers after the restart").admitted);
     });
 }
+
+#[test]
+fn async_until_admitted_waits_out_the_servers_retry_after() {
+    runtime().block_on(async {
+        let options = Options::new().prefix("async-wait").timeout(TIMEOUT);
+        // 2 per 300 ms, by the server's clock.
+        let limiter =
+            Arc::new(AsyncRedisLimiter::new(&shared().url(), limit(2, 300_000), options).unwrap());
+        let clock = slidelimit::TokioClock::new(Duration::from_micros(1));
+        let start = Instant::now();
+        for _ in 0..3 {
+            slidelimit::wait::until_admitted(&limiter, "k", &clock, None)
+                .await
+                .unwrap();
+        }
+        let elapsed = start.elapsed();
+        assert!(
+            elapsed >= Duration::from_millis(250) && elapsed < Duration::from_secs(3),
+            "the third waited for the first to leave the window: {elapsed:?}"
+        );
+        let count = limiter.status("k").await.unwrap().count;
+        assert!(
+            (1..=2).contains(&count),
+            "the third hit and perhaps the second: {count}"
+        );
+        // A full key whose room comes back in ~300 ms, and a deadline of 50 ms.
+        for _ in 0..2 {
+            slidelimit::wait::until_admitted(&limiter, "full", &clock, None)
+                .await
+                .unwrap();
+        }
+        let soon = Some(tokio::time::Instant::now() + Duration::from_millis(50));
+        assert_eq!(
+            slidelimit::wait::until_admitted(&limiter, "full", &clock, soon).await,
+            Err(slidelimit::WaitError::DeadlineExceeded)
+        );
+    });
+}
