@@ -15,7 +15,7 @@ use std::time::Duration;
 
 mod refusals;
 
-pub use refusals::{CachedRefusals, Remembering};
+pub use refusals::{CachedRefusals, RefusalMemory, Remembering};
 
 use crate::keyed::concurrent::{EntryGuardedLimiter, GuardedEntry};
 use crate::keyed::sequential::{KeyTable, MapGuardedLimiter, TableLock};

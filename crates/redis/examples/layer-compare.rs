@@ -233,7 +233,12 @@ fn main() {
     let flood_limit = Limit::new(100, 1_000_000).expect("limit");
     let (plain, cached) = runtime.block_on(async {
         let plain_limiter = Arc::new(
-            AsyncRedisLimiter::new(&url, flood_limit, options("flood-plain")).expect("limiter"),
+            AsyncRedisLimiter::new(
+                &url,
+                flood_limit,
+                options("flood-plain").refusal_cache(false),
+            )
+            .expect("limiter"),
         );
         let (_, plain_admitted, plain_times) = drive(
             service(RateLimitLayer::new(plain_limiter, header())),
@@ -244,10 +249,9 @@ fn main() {
         let cached_limiter = Arc::new(
             AsyncRedisLimiter::new(&url, flood_limit, options("flood-cached")).expect("limiter"),
         );
-        let layer = RateLimitLayer::remote(cached_limiter, header());
-        let cache_layer = layer.clone();
+        let layer = RateLimitLayer::new(Arc::clone(&cached_limiter), header());
         let (_, cached_admitted, cached_times) = drive(service(layer), flooded, TASKS).await;
-        let cache = cache_layer.refusal_cache();
+        let cache = cached_limiter.refusal_cache().expect("on by default");
         (
             (
                 plain_times.len() as u64,
@@ -309,8 +313,8 @@ fn main() {
     let _ = writeln!(
         out,
         "\nA flood: the same {TASKS} tasks for {} s on one key of 100 per second, through the \
-         Redis exact log with `RateLimitLayer::new` (every request asks Redis) and with \
-         `RateLimitLayer::remote` (the local refusal cache):\n",
+         Redis exact log with the refusal cache off (`Options::refusal_cache(false)`: every \
+         request asks Redis) and on (the default):\n",
         ROUND.as_secs()
     );
     let _ = writeln!(
@@ -318,8 +322,8 @@ fn main() {
         "| layer | requests | admitted | round trips | round trips per admitted request |\n|---|---:|---:|---:|---:|"
     );
     for (name, (requests, admitted, trips)) in [
-        ("new (no cache)", plain),
-        ("remote (refusal cache)", cached),
+        ("refusal cache off", plain),
+        ("refusal cache on (default)", cached),
     ] {
         let _ = writeln!(
             out,

@@ -38,6 +38,8 @@ pub struct AsyncRedisLimiter {
     connection: Mutex<Option<MultiplexedConnection>>,
     timeout: Duration,
     setup: Setup,
+    /// Refusals remembered for middleware (see [`Options::refusal_cache`]).
+    refusals: Option<slidelimit::decide::RefusalMemory<String>>,
 }
 
 impl std::fmt::Debug for AsyncRedisLimiter {
@@ -66,6 +68,9 @@ impl AsyncRedisLimiter {
             connection: Mutex::new(None),
             timeout,
             setup: Setup::new(limit, &options)?,
+            refusals: options
+                .refusal_cache_value()
+                .then(slidelimit::decide::RefusalMemory::new),
         })
     }
 
@@ -73,6 +78,13 @@ impl AsyncRedisLimiter {
     #[must_use]
     pub const fn limit(&self) -> Limit {
         self.setup.limit()
+    }
+
+    /// The refusals remembered for middleware, with the counts of requests answered from
+    /// them and sent to Redis; `None` with [`Options::refusal_cache`] off.
+    #[must_use]
+    pub const fn refusal_cache(&self) -> Option<&slidelimit::decide::RefusalMemory<String>> {
+        self.refusals.as_ref()
     }
 
     async fn connection(&self) -> Result<MultiplexedConnection, Error> {

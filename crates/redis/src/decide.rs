@@ -1,7 +1,9 @@
 //! The Redis limiters as a [`Decide`]: what the tower layer and other middleware ask
 //! (feature `tokio`). No call blocks a runtime thread:
 //! - [`AsyncRedisLimiter`] (the exact log or the rolling buckets) answers after one round trip
-//!   on its multiplexed connection;
+//!   on its multiplexed connection, and remembers its refusals (on by default,
+//!   [`Options::refusal_cache`](crate::Options::refusal_cache)): a key it refused is refused
+//!   again here until the retry-after has passed, without a round trip;
 //! - [`LeasedLimiter`] answers at once from the lease in hand (or a refusal it remembers), and
 //!   takes a new lease on tokio's blocking pool (`spawn_blocking`), so its blocking round trip
 //!   holds a pool thread, never a runtime worker. An admission from a lease carries no window
@@ -33,6 +35,9 @@ use crate::{AsyncRedisLimiter, Error, LeaseDecision, LeasedLimiter};
 /// sooner only adds load to an outage.
 pub const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
 
+/// The Redis limiters' tick.
+const MICROSECOND: Duration = Duration::from_micros(1);
+
 impl<K: Display + ?Sized> Decide<K> for AsyncRedisLimiter {
     /// One allocation per request for the key's text and the future: a round trip costs far
     /// more.
@@ -44,15 +49,28 @@ impl<K: Display + ?Sized> Decide<K> for AsyncRedisLimiter {
         _now: u64,
         _status_if_admitted: bool,
     ) -> Decision<Self::Pending> {
-        let limiter = Arc::clone(this);
         let key = key.to_string();
-        Decision::Pending(Box::pin(async move { limiter.answer(&key).await }))
+        if let Some(refusals) = this.refusal_cache() {
+            if let Some(answer) = refusals.refused(&key, MICROSECOND) {
+                return Decision::Ready(answer);
+            }
+            refusals.count_asked();
+        }
+        let limiter = Arc::clone(this);
+        Decision::Pending(Box::pin(async move {
+            let asked_at = std::time::Instant::now();
+            let answer = limiter.answer(&key).await;
+            if let Some(refusals) = limiter.refusal_cache() {
+                refusals.remember(&key, asked_at, MICROSECOND, answer);
+            }
+            answer
+        }))
     }
 
     /// The Redis limiters' ticks are microseconds, of the server's `TIME` or of the
     /// configured caller clock, never the layer's.
     fn tick(&self) -> Option<Duration> {
-        Some(Duration::from_micros(1))
+        Some(MICROSECOND)
     }
 
     fn is_remote(&self) -> bool {
@@ -118,7 +136,7 @@ impl<K: Display + ?Sized> Decide<K> for LeasedLimiter {
     }
 
     fn tick(&self) -> Option<Duration> {
-        Some(Duration::from_micros(1))
+        Some(MICROSECOND)
     }
 
     fn is_remote(&self) -> bool {

@@ -36,6 +36,7 @@ pub struct Options {
     lateness_ticks: Option<u64>,
     expiry_slack: Duration,
     failure: FailurePolicy,
+    refusal_cache: bool,
 }
 
 impl Default for Options {
@@ -57,6 +58,7 @@ impl Options {
             lateness_ticks: None,
             expiry_slack: Duration::from_secs(1),
             failure: FailurePolicy::FailClosed,
+            refusal_cache: true,
         }
     }
 
@@ -130,6 +132,23 @@ impl Options {
     pub fn failure(mut self, failure: FailurePolicy) -> Self {
         self.failure = failure;
         self
+    }
+
+    /// Whether the async limiter, asked as middleware (its `slidelimit::Decide`, what the
+    /// tower layer calls), remembers its refusals: a key refused with a retry-after of `r` is
+    /// refused again in this process until `r` has passed, without a round trip (on by
+    /// default; see `slidelimit::decide::RefusalMemory` for what it can and cannot change).
+    /// Its own `check_and_hit` always asks Redis.
+    #[must_use]
+    pub fn refusal_cache(mut self, on: bool) -> Self {
+        self.refusal_cache = on;
+        self
+    }
+
+    /// Whether the refusal cache is on.
+    #[must_use]
+    pub const fn refusal_cache_value(&self) -> bool {
+        self.refusal_cache
     }
 }
 

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http::StatusCode;
-use slidelimit::decide::CachedRefusals;
 use slidelimit::{Clock, LimitError, MonotonicClock};
 use tower_layer::Layer;
 
@@ -125,26 +124,6 @@ impl<L: ?Sized, E> RateLimitLayer<L, E> {
     /// The shared limiter.
     #[must_use]
     pub fn limiter(&self) -> &Arc<L> {
-        &self.limiter
-    }
-}
-
-impl<D: ?Sized, K: std::hash::Hash + Eq + Clone, E> RateLimitLayer<CachedRefusals<D, K>, E> {
-    /// Limits requests by `extractor`'s key with a remote `limiter` (one that answers after a
-    /// round trip, such as `slidelimit_redis::AsyncRedisLimiter`), behind a local refusal
-    /// cache: a key the limiter refused with a retry-after of `r` is refused here until `r`
-    /// has passed, without a round trip (see [`CachedRefusals`] for what that can and cannot
-    /// change). [`RateLimitLayer::new`] over the limiter itself asks it every time.
-    ///
-    /// The remote limiter keeps its own time: the layer's clock does not decide.
-    pub fn remote(limiter: Arc<D>, extractor: E) -> Self {
-        Self::new(Arc::new(CachedRefusals::new(limiter)), extractor)
-    }
-
-    /// The refusal cache in front of the remote limiter: how many requests it answered
-    /// without a round trip ([`CachedRefusals::served_locally`]) and how many it passed on.
-    #[must_use]
-    pub fn refusal_cache(&self) -> &CachedRefusals<D, K> {
         &self.limiter
     }
 }

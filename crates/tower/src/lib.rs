@@ -125,8 +125,10 @@
 //! log or rolling buckets), as does an `Arc<dyn RateLimiter<K>>`: the layer asks any
 //! [`slidelimit::Decide`]. So do the Redis limiters of `slidelimit-redis` (feature `tokio`), for
 //! one limit across a fleet of servers: `AsyncRedisLimiter` answers after its round trip,
-//! `LeasedLimiter` mostly from its lease. [`RateLimitLayer::remote`] puts a local refusal cache
-//! in front of a remote limiter. A decision that waits never blocks a runtime thread; while it
+//! `LeasedLimiter` mostly from its lease; both remember their refusals, so a key refused with
+//! a retry-after is refused here until it ends, without a round trip
+//! (`slidelimit::decide::CachedRefusals` does the same for any other remote limiter). A
+//! decision that waits never blocks a runtime thread; while it
 //! waits, the request holds the service made ready for it, so the inner service must be
 //! `Clone`.
 //!
@@ -181,7 +183,7 @@
 //! # Guarantees
 //! - The limiter's: never more than `max_requests` admitted requests per key in any window,
 //!   whatever the concurrency; the layer asks the limiter once per request with a key (an
-//!   in-process limiter's `check_and_hit`), or its refusal cache, which only refuses.
+//!   in-process limiter's `check_and_hit`); a remote limiter's refusal cache only refuses.
 //! - A refused request never reaches the inner service; an admitted one always does.
 //! - `Retry-After` and `t` are never below the limiter's own wait, rounded up to seconds.
 //!

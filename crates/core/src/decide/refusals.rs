@@ -37,35 +37,38 @@ struct Shard<K> {
     purge_at: usize,
 }
 
-/// A [`Decide`] that remembers the refusals of the one it wraps (a remote limiter): a key
-/// refused with a retry-after of `r` is refused again, at once and without asking, until `r`
-/// has passed, with the wait that is left.
+/// A remote limiter's refusals, remembered in this process: a key refused with a
+/// retry-after of `r` is refused again, at once and without asking, until `r` has passed,
+/// with the wait that is left. The memory behind [`CachedRefusals`], for a [`Decide`] that
+/// keeps one of its own (the Redis limiters do, on by default).
 ///
-/// - **It can only refuse.** Admissions always come from the wrapped limiter; the cache
-///   answers only keys that limiter refused, and only within the wait it gave, counted from
-///   when the question was sent. So it never admits more than the wrapped limiter would.
-/// - **What it can cost:** a refusal that the wrapped limiter would have lifted early. A raised
-///   limit (or a key's window cleared on the server) takes effect for a cached key only when
-///   its remembered wait ends: at most the retry-after it was refused with (one window for the
-///   exact log).
-/// - **Time** is this process's monotonic clock, and the wait is read in the wrapped limiter's
-///   own tick ([`Decide::tick`]). A limiter without a tick of its own (one that decides at the
-///   caller's `now`) gives no wait this cache could time, and every call passes through.
+/// - **It can only refuse.** Admissions always come from the limiter; the memory answers only
+///   keys the limiter refused, and only within the wait it gave, counted from when the
+///   question was sent. So it never admits more than the limiter would.
+/// - **What it can cost:** a refusal that the limiter would have lifted early. A raised limit
+///   (or a key's window cleared on the server) takes effect for a remembered key only when its
+///   wait ends: at most the retry-after it was refused with (one window for the exact log).
+/// - **Time** is this process's monotonic clock, and the wait is read in the limiter's own
+///   tick ([`Decide::tick`]).
 /// - **Memory** follows the keys refused within the last retry-after: each shard purges its
 ///   expired entries as it grows.
-///
-/// The tower layer's `RateLimitLayer::remote` puts one in front of a remote limiter.
-pub struct CachedRefusals<D: ?Sized, K> {
+pub struct RefusalMemory<K> {
     shards: Box<[Mutex<Shard<K>>]>,
     hasher: KeyHasher,
     served: AtomicU64,
     asked: AtomicU64,
-    inner: Arc<D>,
 }
 
-impl<D: ?Sized, K: Hash + Eq + Clone> CachedRefusals<D, K> {
-    /// Remembers the refusals of `inner`.
-    pub fn new(inner: Arc<D>) -> Self {
+impl<K: Hash + Eq + Clone> Default for RefusalMemory<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Hash + Eq + Clone> RefusalMemory<K> {
+    /// An empty memory.
+    #[must_use]
+    pub fn new() -> Self {
         let hasher = process_hasher();
         Self {
             shards: (0..SHARDS)
@@ -79,25 +82,26 @@ impl<D: ?Sized, K: Hash + Eq + Clone> CachedRefusals<D, K> {
             hasher,
             served: AtomicU64::new(0),
             asked: AtomicU64::new(0),
-            inner,
         }
     }
 
-    /// The wrapped limiter.
-    pub fn inner(&self) -> &Arc<D> {
-        &self.inner
-    }
-
-    /// Requests refused from the cache: each a round trip saved.
+    /// Requests refused from memory: each a round trip saved.
     pub fn served_locally(&self) -> u64 {
         // Relaxed: a count for reports; it orders nothing.
         self.served.load(Ordering::Relaxed)
     }
 
-    /// Requests passed to the wrapped limiter (for a remote one, its round trips).
+    /// Requests passed on to the limiter (for a remote one, its round trips), as counted by
+    /// [`Self::count_asked`].
     pub fn asked(&self) -> u64 {
         // Relaxed: as above.
         self.asked.load(Ordering::Relaxed)
+    }
+
+    /// Counts one request passed on to the limiter.
+    pub fn count_asked(&self) {
+        // Relaxed: a count for reports.
+        self.asked.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Keys whose refusal is remembered, expired ones not yet purged included.
@@ -113,21 +117,36 @@ impl<D: ?Sized, K: Hash + Eq + Clone> CachedRefusals<D, K> {
         &self.shards[(self.hasher.hash_one(key) >> 60) as usize % SHARDS]
     }
 
-    /// The remembered refusal of `key` if it still holds at `at`; drops an expired one.
-    fn refusal(&self, key: &K, at: Instant) -> Option<Refusal> {
-        let mut shard = lock(self.shard(key));
-        let refusal = *shard.refused.get(key)?;
-        if refusal.until > at {
-            return Some(refusal);
-        }
-        shard.refused.remove(key);
-        None
+    /// The refusal to answer `key` with now, in ticks of `tick` (the limiter's own), if one
+    /// is remembered and its wait has not ended; drops an expired one.
+    pub fn refused(&self, key: &K, tick: Duration) -> Option<Answer> {
+        let at = Instant::now();
+        let refusal = {
+            let mut shard = lock(self.shard(key));
+            let refusal = *shard.refused.get(key)?;
+            if refusal.until <= at {
+                shard.refused.remove(key);
+                return None;
+            }
+            refusal
+        };
+        // Relaxed: a count for reports.
+        self.served.fetch_add(1, Ordering::Relaxed);
+        Some(Answer::Decided {
+            admitted: false,
+            limit: refusal.limit,
+            status: Some(Status {
+                count: refusal.limit.max_requests(),
+                remaining: 0,
+                retry_after_ticks: duration_to_ticks(refusal.until - at, tick).max(1),
+            }),
+        })
     }
 
     /// Remembers `answer` for `key` if it is a refusal with a wait: from `asked_at` (when the
     /// question was sent, so the remembered wait never outlasts the limiter's), for the wait
     /// in ticks of `tick`.
-    fn remember_answer(&self, key: &K, asked_at: Instant, tick: Duration, answer: Answer) {
+    pub fn remember(&self, key: &K, asked_at: Instant, tick: Duration, answer: Answer) {
         let Answer::Decided {
             admitted: false,
             limit,
@@ -159,6 +178,35 @@ impl<D: ?Sized, K: Hash + Eq + Clone> CachedRefusals<D, K> {
             shard.refused.retain(|_, held| held.until > now);
             shard.purge_at = shard.refused.len() + PURGE_GROWTH;
         }
+    }
+}
+
+/// A [`Decide`] that remembers the refusals of the one it wraps, in a [`RefusalMemory`]:
+/// for a remote limiter that keeps no memory of its own. A limiter without a tick of its own
+/// (one that decides at the caller's `now`) gives no wait this can time, and every call
+/// passes through.
+pub struct CachedRefusals<D: ?Sized, K> {
+    memory: RefusalMemory<K>,
+    inner: Arc<D>,
+}
+
+impl<D: ?Sized, K: Hash + Eq + Clone> CachedRefusals<D, K> {
+    /// Remembers the refusals of `inner`.
+    pub fn new(inner: Arc<D>) -> Self {
+        Self {
+            memory: RefusalMemory::new(),
+            inner,
+        }
+    }
+
+    /// The wrapped limiter.
+    pub fn inner(&self) -> &Arc<D> {
+        &self.inner
+    }
+
+    /// The refusals remembered, and the counts of requests answered from them and passed on.
+    pub fn memory(&self) -> &RefusalMemory<K> {
+        &self.memory
     }
 }
 
@@ -194,27 +242,15 @@ where
         status_if_admitted: bool,
     ) -> Decision<Self::Pending> {
         let tick = this.inner.tick();
-        let at = Instant::now();
-        if let Some(refusal) = tick.and_then(|_| this.refusal(key, at)) {
-            // Relaxed: a count for reports.
-            this.served.fetch_add(1, Ordering::Relaxed);
-            let wait = duration_to_ticks(refusal.until - at, tick.unwrap_or(Duration::ZERO));
-            return Decision::Ready(Answer::Decided {
-                admitted: false,
-                limit: refusal.limit,
-                status: Some(Status {
-                    count: refusal.limit.max_requests(),
-                    remaining: 0,
-                    retry_after_ticks: wait.max(1),
-                }),
-            });
+        if let Some(answer) = tick.and_then(|tick| this.memory.refused(key, tick)) {
+            return Decision::Ready(answer);
         }
-        // Relaxed: a count for reports.
-        this.asked.fetch_add(1, Ordering::Relaxed);
+        this.memory.count_asked();
+        let at = Instant::now();
         match D::decide(&this.inner, key, now, status_if_admitted) {
             Decision::Ready(answer) => {
                 if let Some(tick) = tick {
-                    this.remember_answer(key, at, tick, answer);
+                    this.memory.remember(key, at, tick, answer);
                 }
                 Decision::Ready(answer)
             }
@@ -268,18 +304,27 @@ where
         if let Some(asked) = self.cache.take() {
             asked
                 .cache
-                .remember_answer(&asked.key, asked.at, asked.tick, answer);
+                .memory
+                .remember(&asked.key, asked.at, asked.tick, answer);
         }
         Poll::Ready(answer)
     }
 }
 
-impl<D: ?Sized, K> std::fmt::Debug for CachedRefusals<D, K> {
+impl<K> std::fmt::Debug for RefusalMemory<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Relaxed: counts for reports.
-        f.debug_struct("CachedRefusals")
+        f.debug_struct("RefusalMemory")
             .field("served_locally", &self.served.load(Ordering::Relaxed))
             .field("asked", &self.asked.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<D: ?Sized, K> std::fmt::Debug for CachedRefusals<D, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CachedRefusals")
+            .field("memory", &self.memory)
             .finish_non_exhaustive()
     }
 }
@@ -352,7 +397,10 @@ mod tests {
             3,
             "the flood asked nothing"
         );
-        assert_eq!((cache.served_locally(), cache.asked()), (100, 3));
+        assert_eq!(
+            (cache.memory().served_locally(), cache.memory().asked()),
+            (100, 3)
+        );
         let Answer::Decided {
             status: Some(status),
             limit,
@@ -364,12 +412,16 @@ mod tests {
         assert_eq!((status.remaining, limit.max_requests()), (0, 2));
         assert!((1..=200).contains(&status.retry_after_ticks), "{status:?}");
         assert!(decide(2).admitted(), "another key is asked, and admitted");
-        assert_eq!(cache.remembered(), 1);
+        assert_eq!(cache.memory().remembered(), 1);
 
         // Once the wait has passed, the limiter is asked again and admits.
         std::thread::sleep(Duration::from_millis(260));
         assert!(decide(1).admitted());
-        assert_eq!(cache.remembered(), 0, "the expired refusal is dropped");
+        assert_eq!(
+            cache.memory().remembered(),
+            0,
+            "the expired refusal is dropped"
+        );
     }
 
     #[test]
@@ -380,7 +432,10 @@ mod tests {
         assert!(answer_of(CachedRefusals::decide(&cache, &7, 10, true)).admitted());
         assert!(!answer_of(CachedRefusals::decide(&cache, &7, 11, true)).admitted());
         assert!(!answer_of(CachedRefusals::decide(&cache, &7, 12, true)).admitted());
-        assert_eq!((cache.served_locally(), cache.asked()), (0, 3));
+        assert_eq!(
+            (cache.memory().served_locally(), cache.memory().asked()),
+            (0, 3)
+        );
         assert!(answer_of(CachedRefusals::decide(&cache, &7, 1_010, true)).admitted());
     }
 }

@@ -217,8 +217,10 @@ fn asynchronous_refusal_cache_answers_a_flood_without_round_trips() {
         let limiter = Arc::new(
             AsyncRedisLimiter::new(&shared().url(), limit(5, MINUTE), options).expect("limiter"),
         );
-        let layer =
-            RateLimitLayer::remote(limiter, Header::new("x-api-key".parse().expect("name")));
+        let layer = RateLimitLayer::new(
+            Arc::clone(&limiter),
+            Header::new("x-api-key".parse().expect("name")),
+        );
         let service = layer.layer(service_fn(|_request: Request<String>| async {
             Ok::<_, Infallible>(Response::new(String::from("ok")))
         }));
@@ -248,7 +250,7 @@ fn asynchronous_refusal_cache_answers_a_flood_without_round_trips() {
                 .filter(|status| **status == StatusCode::OK)
                 .count();
         }
-        let cache = layer.refusal_cache();
+        let cache = limiter.refusal_cache().expect("on by default");
         assert_eq!(admitted, 5, "the limit holds");
         assert_eq!(
             cache.asked() + cache.served_locally(),
