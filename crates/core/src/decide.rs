@@ -149,53 +149,73 @@ where
     }
 }
 
-impl<K> Decide<K> for dyn RateLimiter<K>
-where
-    K: Hash + Eq + Clone + Send + Sync + 'static,
-{
-    type Pending = NeverPending;
-    #[inline]
-    fn decide(
-        this: &Arc<Self>,
-        key: &K,
-        now: u64,
-        status_if_admitted: bool,
-    ) -> Decision<NeverPending> {
-        Decision::Ready(decide_here(&**this, key, now, status_if_admitted))
-    }
+/// [`Decide`] for in-process limiters whose `&Self` is a [`RateLimiter`]: decided at once by
+/// [`decide_here`], written once for each of this crate's limiter shapes.
+macro_rules! decide_in_process {
+    ($([$($generics:tt)*] $limiter:ty { $($bounds:tt)* })*) => {$(
+        impl<$($generics)*> Decide<K> for $limiter
+        where
+            K: Hash + Eq + Clone + Send + Sync + 'static,
+            $($bounds)*
+        {
+            type Pending = NeverPending;
+            #[inline]
+            fn decide(
+                this: &Arc<Self>,
+                key: &K,
+                now: u64,
+                status_if_admitted: bool,
+            ) -> Decision<NeverPending> {
+                Decision::Ready(decide_here(&**this, key, now, status_if_admitted))
+            }
+        }
+    )*};
 }
 
-impl<K, E> Decide<K> for EntryGuardedLimiter<K, E>
-where
-    K: Hash + Eq + Clone + Send + Sync + 'static,
-    E: GuardedEntry,
-{
-    type Pending = NeverPending;
-    #[inline]
-    fn decide(
-        this: &Arc<Self>,
-        key: &K,
-        now: u64,
-        status_if_admitted: bool,
-    ) -> Decision<NeverPending> {
-        Decision::Ready(decide_here(&**this, key, now, status_if_admitted))
-    }
+decide_in_process! {
+    [K] dyn RateLimiter<K> {}
+    [K, E] EntryGuardedLimiter<K, E> { E: GuardedEntry, }
+    [K, W, L] MapGuardedLimiter<K, W, L> { W: Algorithm, L: TableLock<KeyTable<K, W>> + 'static, }
 }
 
-impl<K, W, L> Decide<K> for MapGuardedLimiter<K, W, L>
-where
-    K: Hash + Eq + Clone + Send + Sync + 'static,
-    W: Algorithm,
-    L: TableLock<KeyTable<K, W>> + 'static,
-{
-    type Pending = NeverPending;
-    #[inline]
-    fn decide(
-        this: &Arc<Self>,
-        key: &K,
-        now: u64,
-        status_if_admitted: bool,
-    ) -> Decision<NeverPending> {
-        Decision::Ready(decide_here(&**this, key, now, status_if_admitted))
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LockFreeLimiter;
+
+    fn ready(decision: Decision<NeverPending>) -> Answer {
+        match decision {
+            Decision::Ready(answer) => answer,
+            Decision::Pending(never) => match never {},
+        }
+    }
+
+    #[test]
+    fn an_in_process_limiter_answers_at_once_and_reads_the_window_only_when_asked() {
+        let limit = Limit::new(1, 10).unwrap();
+        let local = Arc::new(Local(LockFreeLimiter::<u64>::new(limit)));
+        let admitted = ready(Local::decide(&local, &7, 100, false));
+        assert_eq!(
+            admitted,
+            Answer::Decided {
+                admitted: true,
+                limit,
+                status: None
+            },
+            "no status read after an admission unless asked"
+        );
+        let refused = ready(Local::decide(&local, &7, 105, false));
+        let Answer::Decided {
+            admitted: false,
+            status: Some(status),
+            ..
+        } = refused
+        else {
+            panic!("a refusal with its window: {refused:?}")
+        };
+        assert_eq!((status.remaining, status.retry_after_ticks), (0, 5));
+        let dynamic: Arc<dyn RateLimiter<u64>> = Arc::new(LockFreeLimiter::<u64>::new(limit));
+        assert!(ready(Decide::decide(&dynamic, &7, 100, true)).admitted());
+        assert!(!ready(Decide::decide(&dynamic, &7, 101, true)).admitted());
     }
 }
