@@ -13,6 +13,8 @@ cargo test --workspace --locked
 cargo test -p slidelimit --features tokio --locked -- wait
 # The Redis crate's async limiter, behind its `tokio` feature.
 cargo test -p slidelimit-redis --features tokio --locked --test it -- asynchronous
+# The async limiter over a real Redis Cluster (six nodes the tests start), feature `cluster`.
+cargo test -p slidelimit-redis --features cluster --locked --test it -- cluster
 echo "cargo test: $(( $(date +%s) - start )) s"
 
 bash ci/loom.sh

@@ -1,12 +1,13 @@
 //! The tower layer over each backend, side by side on loopback: requests per second and the
 //! time a request spends in the layer (p50, p99) for the in-process lock-free limiter, the
-//! Redis exact log, the Redis rolling buckets and leases; then round trips per admitted
+//! Redis exact log, the Redis rolling buckets, leases and the exact log on a Redis Cluster
+//! (six nodes on this machine); then round trips per admitted
 //! request on a flooded key with and without the local refusal cache. Starts its own
 //! `redis-server` on a free loopback port (`bash ci/redis.sh` installs it) and writes
 //! `results/fleet.md`.
 //!
 //! ```text
-//! cargo run --release -p slidelimit-redis --features tokio --example layer-compare
+//! cargo run --release -p slidelimit-redis --features cluster --example layer-compare
 //! ```
 
 use std::convert::Infallible;
@@ -30,21 +31,46 @@ const KEYS: usize = 1_000;
 const ROUNDS: usize = 3;
 const ROUND: Duration = Duration::from_secs(2);
 
-/// A `redis-server` of this run's own, killed on drop.
+/// A `redis-server` of this run's own (a cluster node with `cluster`), in a directory of its
+/// own, killed on drop.
 struct Server {
     child: Child,
     port: u16,
+    dir: std::path::PathBuf,
 }
 
 impl Server {
-    fn start() -> Self {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free port")
-            .port();
-        let child = Command::new("redis-server")
+    fn start(cluster: bool) -> Self {
+        // A port whose cluster bus port (+10000) is free too.
+        let port = loop {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|listener| listener.local_addr())
+                .expect("a free port")
+                .port()
+                % 30_000
+                + 20_000;
+            if TcpListener::bind(("127.0.0.1", port)).is_ok()
+                && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok()
+            {
+                break port;
+            }
+        };
+        let dir = std::env::temp_dir().join(format!("layer-compare-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a directory");
+        let mut command = Command::new("redis-server");
+        command
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            .args(["--dir", dir.to_str().expect("utf-8")]);
+        if cluster {
+            command.args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ]);
+        }
+        let child = command
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server on PATH (bash ci/redis.sh installs it)");
@@ -56,7 +82,7 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        Self { child, port }
+        Self { child, port, dir }
     }
 
     fn url(&self) -> String {
@@ -68,7 +94,40 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Six cluster nodes joined by `redis-cli --cluster create` (three primaries, a replica
+/// each), once every slot is served.
+fn start_cluster() -> Vec<Server> {
+    let nodes: Vec<Server> = (0..6).map(|_| Server::start(true)).collect();
+    let addresses: Vec<String> = nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let status = Command::new("redis-cli")
+        .args(["--cluster", "create"])
+        .args(&addresses)
+        .args(["--cluster-replicas", "1", "--cluster-yes"])
+        .stdout(Stdio::null())
+        .status()
+        .expect("redis-cli on PATH");
+    assert!(status.success(), "redis-cli --cluster create");
+    let start = Instant::now();
+    while !nodes.iter().all(|node| {
+        Command::new("redis-cli")
+            .args(["-p", &node.port.to_string(), "cluster", "info"])
+            .output()
+            .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("cluster_state:ok"))
+    }) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the cluster is not healthy"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    nodes
 }
 
 type Body = ResponseBody<String>;
@@ -146,8 +205,11 @@ fn flooded(_task: usize, _i: usize) -> String {
 }
 
 fn main() {
-    let server = Server::start();
+    let server = Server::start(false);
     let url = server.url();
+    let cluster = start_cluster();
+    let cluster_urls: Vec<String> = cluster.iter().map(Server::url).collect();
+    let cluster_nodes: Vec<&str> = cluster_urls.iter().map(String::as_str).collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -167,6 +229,7 @@ fn main() {
         "Redis exact log",
         "Redis rolling buckets",
         "Redis leases (batch 50)",
+        "Redis Cluster exact log (3 primaries)",
     ];
     // Per contender: requests per second under load, and the times under load and alone.
     let mut results: Vec<(f64, Vec<Duration>, Vec<Duration>)> =
@@ -204,9 +267,21 @@ fn main() {
                             )
                             .await
                         }
-                        _ => {
+                        3 => {
                             let limiter = Arc::new(
                                 LeasedLimiter::new(&url, roomy, options(&prefix), 50, 100_000)
+                                    .expect("limiter"),
+                            );
+                            drive(
+                                service(RateLimitLayer::new(limiter, header())),
+                                spread,
+                                tasks,
+                            )
+                            .await
+                        }
+                        _ => {
+                            let limiter = Arc::new(
+                                AsyncRedisLimiter::cluster(&cluster_nodes, roomy, options(&prefix))
                                     .expect("limiter"),
                             );
                             drive(
@@ -277,7 +352,7 @@ fn main() {
     let _ = writeln!(out, "# The tower layer over each backend, on loopback\n");
     let _ = writeln!(
         out,
-        "Written by `cargo run --release -p slidelimit-redis --features tokio --example \
+        "Written by `cargo run --release -p slidelimit-redis --features cluster --example \
          layer-compare` (commit {commit}, {rustc}, {cpus} CPUs; a `redis-server` of its own on \
          loopback, the same machine). {TASKS} tokio tasks on a two-worker runtime call the layer \
          (`tower::ServiceExt::oneshot`, no HTTP) around a service that answers at once, for \

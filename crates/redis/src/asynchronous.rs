@@ -11,14 +11,17 @@
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo};
+use redis::{Client, IntoConnectionInfo};
 use slidelimit::{Limit, Status};
 
 use crate::failure::Verdict;
 use crate::limiter::{Op, Request, Setup};
 use crate::reply::Reply;
 use crate::{Decision, Error, Options};
+
+mod connection;
+
+use connection::{Backend, Connection};
 
 /// An async limiter of `N` per `W` per key on Redis; see the [module docs](self).
 ///
@@ -34,8 +37,8 @@ use crate::{Decision, Error, Options};
 /// # }
 /// ```
 pub struct AsyncRedisLimiter {
-    client: Client,
-    connection: Mutex<Option<MultiplexedConnection>>,
+    backend: Backend,
+    connection: Mutex<Option<Connection>>,
     timeout: Duration,
     setup: Setup,
     /// Refusals remembered for middleware (see [`Options::refusal_cache`]).
@@ -58,13 +61,38 @@ impl AsyncRedisLimiter {
     /// # Errors
     /// As [`RedisLimiter::new`](crate::RedisLimiter::new).
     pub fn new(url: &str, limit: Limit, options: Options) -> Result<Self, Error> {
-        let timeout = options.timeout_value();
         let client = url
             .into_connection_info()
             .and_then(Client::open)
             .map_err(|err| Error::Config(err.to_string()))?;
+        Self::with_backend(Backend::Server(client), limit, options)
+    }
+
+    /// A limiter of `limit` on the Redis Cluster that `nodes` (any of its nodes' URLs) lead
+    /// to (feature `cluster`): each call goes to the node that owns its key's hash slot,
+    /// following `MOVED` and `ASK` redirections while slots migrate. Connects lazily.
+    ///
+    /// What a failover can cost: a write the old primary acknowledged but had not yet sent to
+    /// its replica is lost when the replica takes over (Redis replicates asynchronously), so
+    /// the hits of that moment may be admitted again, at most one window's worth per key.
+    ///
+    /// # Errors
+    /// As [`Self::new`], for each node's URL.
+    #[cfg(feature = "cluster")]
+    pub fn cluster(nodes: &[&str], limit: Limit, options: Options) -> Result<Self, Error> {
+        let timeout = options.timeout_value();
+        let client = redis::cluster::ClusterClient::builder(nodes.to_vec())
+            .connection_timeout(timeout)
+            .response_timeout(timeout)
+            .build()
+            .map_err(|err| Error::Config(err.to_string()))?;
+        Self::with_backend(Backend::Cluster(client), limit, options)
+    }
+
+    fn with_backend(backend: Backend, limit: Limit, options: Options) -> Result<Self, Error> {
+        let timeout = options.timeout_value();
         Ok(Self {
-            client,
+            backend,
             connection: Mutex::new(None),
             timeout,
             setup: Setup::new(limit, &options)?,
@@ -87,7 +115,7 @@ impl AsyncRedisLimiter {
         self.refusals.as_ref()
     }
 
-    async fn connection(&self) -> Result<MultiplexedConnection, Error> {
+    async fn connection(&self) -> Result<Connection, Error> {
         let cached = self
             .connection
             .lock()
@@ -96,14 +124,7 @@ impl AsyncRedisLimiter {
         if let Some(con) = cached {
             return Ok(con);
         }
-        let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(self.timeout))
-            .set_response_timeout(Some(self.timeout));
-        let con = self
-            .client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
-            .map_err(|err| Error::from_redis(err, self.timeout))?;
+        let con = self.backend.connect(self.timeout).await?;
         *self
             .connection
             .lock()
@@ -115,7 +136,7 @@ impl AsyncRedisLimiter {
         let mut con = self.connection().await?;
         let timeout = self.timeout;
         let script = request.script;
-        let load = |mut con: MultiplexedConnection| async move {
+        let load = |mut con: Connection| async move {
             let sha: String = redis::cmd("SCRIPT")
                 .arg("LOAD")
                 .arg(script.source)

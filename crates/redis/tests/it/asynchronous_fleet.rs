@@ -96,8 +96,17 @@ fn asynchronous_fleet_child() {
         let options = Options::new()
             .prefix(&prefix)
             .timeout(Duration::from_secs(5));
+        // Several URLs: the nodes of a Redis Cluster.
+        let nodes: Vec<&str> = url.split(',').collect();
+        let limiter = match nodes.as_slice() {
+            [one] => AsyncRedisLimiter::new(one, limit(MAX, WINDOW), options),
+            #[cfg(feature = "cluster")]
+            many => AsyncRedisLimiter::cluster(many, limit(MAX, WINDOW), options),
+            #[cfg(not(feature = "cluster"))]
+            _ => panic!("a cluster needs the `cluster` feature"),
+        };
         let limiter = Arc::new(Recording {
-            limiter: AsyncRedisLimiter::new(&url, limit(MAX, WINDOW), options).expect("limiter"),
+            limiter: limiter.expect("limiter"),
             admitted: Mutex::new(Vec::new()),
         });
         let layer = RateLimitLayer::new(
@@ -156,7 +165,7 @@ struct FrontEnd {
     log: std::path::PathBuf,
 }
 
-fn start_front_end(server: &Server, prefix: &str, log: std::path::PathBuf) -> FrontEnd {
+fn start_front_end(redis: &str, prefix: &str, log: std::path::PathBuf) -> FrontEnd {
     let mut child = Command::new(std::env::current_exe().expect("exe"))
         .args([
             "--exact",
@@ -166,7 +175,7 @@ fn start_front_end(server: &Server, prefix: &str, log: std::path::PathBuf) -> Fr
             "1",
         ])
         .env(CHILD_OUT, &log)
-        .env(CHILD_URL, server.url())
+        .env(CHILD_URL, redis)
         .env(CHILD_PREFIX, prefix)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -248,9 +257,10 @@ struct FleetRun {
 /// 429s the clients got.
 type KeyRun = (Vec<(u64, u64)>, u64, u64);
 
-/// Starts the front-ends (on one key prefix, or, for the broken control, one each), loads
-/// them, stops them and merges their logs.
-fn run_fleet(server: &Server, shared: bool) -> FleetRun {
+/// Starts the front-ends over `redis` (a server's URL, or a cluster's node URLs joined by
+/// commas) on one key prefix (or, for the broken control, one each), loads them, stops them
+/// and merges their logs.
+fn run_fleet(redis: &str, shared: bool) -> FleetRun {
     let dir =
         std::env::temp_dir().join(format!("slidelimit-fleet-{}-{shared}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -261,7 +271,7 @@ fn run_fleet(server: &Server, shared: bool) -> FleetRun {
             } else {
                 format!("alone-{p}")
             };
-            start_front_end(server, &prefix, dir.join(format!("front-end-{p}.txt")))
+            start_front_end(redis, &prefix, dir.join(format!("front-end-{p}.txt")))
         })
         .collect();
     let ports: Vec<u16> = front_ends.iter().map(|f| f.port).collect();
@@ -312,13 +322,9 @@ fn run_fleet(server: &Server, shared: bool) -> FleetRun {
     FleetRun { keys, served }
 }
 
-#[test]
-fn asynchronous_fleet_of_http_processes_never_over_admits() {
-    if std::env::var(CHILD_OUT).is_ok() {
-        return;
-    }
-    let server = Server::start();
-    let run = run_fleet(&server, true);
+/// The checks of a shared fleet run: every 200 a client saw is a recorded admission, the
+/// limit bit, no window over it; prints the counts.
+fn check_fleet(what: &str, run: &FleetRun) {
     let mut total_admitted = 0;
     let mut total_requests = 0;
     for key in KEYS {
@@ -326,35 +332,45 @@ fn asynchronous_fleet_of_http_processes_never_over_admits() {
         assert_eq!(
             log.len() as u64,
             ok,
-            "{key}: every 200 a client saw is an admission a front-end recorded"
+            "{what}: {key}: every 200 a client saw is an admission a front-end recorded"
         );
         if key == KEYS[0] {
             assert!(
                 ok > 2 * MAX && refused > 0,
-                "{key}: the limit must bite: {ok} / {refused}"
+                "{what}: {key}: the limit must bite: {ok} / {refused}"
             );
         }
         let over = over_admissions(log, MAX, WINDOW);
         println!(
-            "fleet: {key}: {ok} admitted, {refused} refused, {over} windows over {MAX} per {} ms",
+            "fleet {what}: {key}: {ok} admitted, {refused} refused, {over} windows over {MAX} per \
+             {} ms",
             WINDOW / 1_000
         );
-        assert_eq!(over, 0, "{key}");
+        assert_eq!(over, 0, "{what}: {key}");
         total_admitted += ok;
         total_requests += ok + refused;
     }
     assert_eq!(
         run.served, total_admitted,
-        "the services saw exactly the admissions"
+        "{what}: the services saw exactly the admissions"
     );
     println!(
-        "fleet: {PROCESSES} processes, {CLIENTS} clients, {total_requests} requests, \
+        "fleet {what}: {PROCESSES} processes, {CLIENTS} clients, {total_requests} requests, \
          {total_admitted} admitted, 0 over-admissions"
     );
+}
+
+#[test]
+fn asynchronous_fleet_of_http_processes_never_over_admits() {
+    if std::env::var(CHILD_OUT).is_ok() {
+        return;
+    }
+    let server = Server::start();
+    check_fleet("over one server", &run_fleet(&server.url(), true));
 
     // The broken control: front-ends that do not share their limit (a prefix each) admit up
     // to three times the limit, and the same check must see it.
-    let alone = run_fleet(&server, false);
+    let alone = run_fleet(&server.url(), false);
     let (log, ok, _) = alone.keys[KEYS[0]].clone();
     let over = over_admissions(log, MAX, WINDOW);
     println!(
@@ -364,5 +380,19 @@ fn asynchronous_fleet_of_http_processes_never_over_admits() {
     assert!(
         over > 0,
         "the check catches front-ends that do not share the limit"
+    );
+}
+
+/// The same fleet over a Redis Cluster (feature `cluster`, run by the cluster tests' filter).
+#[cfg(feature = "cluster")]
+#[test]
+fn cluster_fleet_of_http_processes_never_over_admits() {
+    if std::env::var(CHILD_OUT).is_ok() {
+        return;
+    }
+    let cluster = crate::cluster::Cluster::start();
+    check_fleet(
+        "over a cluster",
+        &run_fleet(&cluster.urls().join(","), true),
     );
 }

@@ -9,6 +9,8 @@ mod asynchronous_fleet;
 mod asynchronous_layer;
 mod buckets;
 mod check;
+#[cfg(feature = "cluster")]
+mod cluster;
 mod exact;
 mod failure;
 mod lease;

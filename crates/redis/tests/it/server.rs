@@ -12,6 +12,8 @@ pub(crate) struct Server {
     watchdog: Option<Child>,
     port: u16,
     dir: PathBuf,
+    /// A Redis Cluster node (see [`Server::start_cluster_node`]).
+    cluster: bool,
 }
 
 fn free_port() -> u16 {
@@ -20,11 +22,39 @@ fn free_port() -> u16 {
     listener.local_addr().expect("local address").port()
 }
 
-fn spawn(port: u16, dir: &Path) -> Child {
-    Command::new("redis-server")
+/// A port below 55535 whose cluster bus port (`port + 10000`) is free too.
+fn free_cluster_port() -> u16 {
+    loop {
+        let port = free_port() % 30_000 + 20_000;
+        let free = |port: u16| TcpListener::bind(("127.0.0.1", port)).is_ok();
+        if free(port) && free(port + 10_000) {
+            return port;
+        }
+    }
+}
+
+fn spawn(port: u16, dir: &Path, cluster: bool) -> Child {
+    let mut command = Command::new("redis-server");
+    command
         .args(["--port", &port.to_string()])
         .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .args(["--dir", dir.to_str().expect("utf-8 temp dir")])
+        .args(["--dir", dir.to_str().expect("utf-8 temp dir")]);
+    if cluster {
+        // A primary is failed after 2 s without an answer: quick enough for a test. Validity
+        // factor 0: a replica always takes over (with the default, an idle replica judged its
+        // data too old after a few seconds at this node timeout and never did).
+        command.args([
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "2000",
+            "--cluster-replica-validity-factor",
+            "0",
+        ]);
+    }
+    command
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -39,6 +69,16 @@ fn spawn(port: u16, dir: &Path) -> Child {
 impl Server {
     /// Starts a server and waits (up to 10 s) until it answers PING.
     pub(crate) fn start() -> Self {
+        Self::start_as(false)
+    }
+
+    /// Starts a Redis Cluster node (cluster mode on, no slots yet), a directory of its own.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn start_cluster_node() -> Self {
+        Self::start_as(true)
+    }
+
+    fn start_as(cluster: bool) -> Self {
         let dir = std::env::temp_dir().join(format!(
             "slidelimit-redis-{}-{}",
             std::process::id(),
@@ -46,12 +86,17 @@ impl Server {
         ));
         std::fs::create_dir_all(&dir).expect("temp dir");
         for _attempt in 0..5 {
-            let port = free_port();
+            let port = if cluster {
+                free_cluster_port()
+            } else {
+                free_port()
+            };
             let mut server = Self {
-                child: Some(spawn(port, &dir)),
+                child: Some(spawn(port, &dir, cluster)),
                 watchdog: None,
                 port,
                 dir: dir.clone(),
+                cluster,
             };
             if server.wait_ready(Duration::from_secs(10)) {
                 return server;
@@ -81,6 +126,17 @@ impl Server {
                 .expect("start the watchdog shell"),
         );
         server
+    }
+
+    /// Whether the server process is up (not killed).
+    #[cfg(feature = "cluster")]
+    pub(crate) fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    #[cfg(feature = "cluster")]
+    pub(crate) fn port(&self) -> u16 {
+        self.port
     }
 
     pub(crate) fn url(&self) -> String {
@@ -123,7 +179,7 @@ impl Server {
     /// Starts a fresh server on the same port (after [`Server::kill`]).
     pub(crate) fn restart(&mut self) {
         assert!(self.child.is_none(), "kill first");
-        self.child = Some(spawn(self.port, &self.dir));
+        self.child = Some(spawn(self.port, &self.dir, self.cluster));
         assert!(
             self.wait_ready(Duration::from_secs(10)),
             "restarted server answers PING"
