@@ -311,7 +311,7 @@ where
     }
 }
 
-impl<K> std::fmt::Debug for RefusalMemory<K> {
+impl<K: Hash + Eq + Clone> std::fmt::Debug for RefusalMemory<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RefusalMemory")
             .field("served_locally", &self.served_locally())
@@ -320,7 +320,7 @@ impl<K> std::fmt::Debug for RefusalMemory<K> {
     }
 }
 
-impl<D: ?Sized, K> std::fmt::Debug for CachedRefusals<D, K> {
+impl<D: ?Sized, K: Hash + Eq + Clone> std::fmt::Debug for CachedRefusals<D, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CachedRefusals")
             .field("memory", &self.memory)
