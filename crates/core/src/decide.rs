@@ -15,7 +15,7 @@ use std::time::Duration;
 
 mod refusals;
 
-pub use refusals::{CachedRefusals, RefusalMemory, Remembering};
+pub use refusals::{Asking, CachedRefusals, RefusalMemory, Remembering};
 
 use crate::keyed::concurrent::{EntryGuardedLimiter, GuardedEntry};
 use crate::keyed::sequential::{KeyTable, MapGuardedLimiter, TableLock};
@@ -132,27 +132,11 @@ where
 #[derive(Debug)]
 pub struct Local<L>(pub L);
 
-impl<K, L> Decide<K> for Local<L>
-where
-    K: Hash + Eq + Clone + Send + Sync + 'static,
-    L: RateLimiter<K> + 'static,
-{
-    type Pending = NeverPending;
-    #[inline]
-    fn decide(
-        this: &Arc<Self>,
-        key: &K,
-        now: u64,
-        status_if_admitted: bool,
-    ) -> Decision<NeverPending> {
-        Decision::Ready(decide_here(&this.0, key, now, status_if_admitted))
-    }
-}
-
-/// [`Decide`] for in-process limiters whose `&Self` is a [`RateLimiter`]: decided at once by
-/// [`decide_here`], written once for each of this crate's limiter shapes.
+/// [`Decide`] for in-process limiters: decided at once by [`decide_here`] on the
+/// [`RateLimiter`] that `|this| inner` reaches from the shared handle, written once for
+/// [`Local`] and each of this crate's limiter shapes.
 macro_rules! decide_in_process {
-    ($([$($generics:tt)*] $limiter:ty { $($bounds:tt)* })*) => {$(
+    ($([$($generics:tt)*] $limiter:ty { $($bounds:tt)* } |$this:ident| $inner:expr;)*) => {$(
         impl<$($generics)*> Decide<K> for $limiter
         where
             K: Hash + Eq + Clone + Send + Sync + 'static,
@@ -166,16 +150,21 @@ macro_rules! decide_in_process {
                 now: u64,
                 status_if_admitted: bool,
             ) -> Decision<NeverPending> {
-                Decision::Ready(decide_here(&**this, key, now, status_if_admitted))
+                let $this = this;
+                Decision::Ready(decide_here($inner, key, now, status_if_admitted))
             }
         }
     )*};
 }
 
 decide_in_process! {
-    [K] dyn RateLimiter<K> {}
-    [K, E] EntryGuardedLimiter<K, E> { E: GuardedEntry, }
-    [K, W, L] MapGuardedLimiter<K, W, L> { W: Algorithm, L: TableLock<KeyTable<K, W>> + 'static, }
+    [K, L] Local<L> { L: RateLimiter<K> + 'static, } |this| &this.0;
+    [K] dyn RateLimiter<K> {} |this| &**this;
+    [K, E] EntryGuardedLimiter<K, E> { E: GuardedEntry, } |this| &**this;
+    [K, W, L] MapGuardedLimiter<K, W, L> {
+        W: Algorithm,
+        L: TableLock<KeyTable<K, W>> + 'static,
+    } |this| &**this;
 }
 
 #[cfg(test)]

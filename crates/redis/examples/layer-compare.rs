@@ -134,11 +134,12 @@ type Body = ResponseBody<String>;
 
 /// The layer over `limiter` around a service that answers at once, keyed by `x-api-key`.
 fn service<L: Decide<String> + ?Sized>(
-    layer: RateLimitLayer<L, Header>,
+    limiter: Arc<L>,
 ) -> impl Service<Request<String>, Response = Response<Body>, Error = Infallible, Future: Send>
        + Clone
        + Send
        + 'static {
+    let layer = RateLimitLayer::new(limiter, Header::new("x-api-key".parse().expect("name")));
     layer.layer(service_fn(|_request: Request<String>| async {
         Ok::<_, Infallible>(Response::new(String::from("ok")))
     }))
@@ -215,7 +216,6 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let header = || Header::new("x-api-key".parse().expect("name"));
     // Admitting: 1,000 per second per key, far above what 32 tasks send to 1,000 keys.
     let roomy = Limit::new(1_000, 1_000_000).expect("limit");
     let options = |prefix: &str| {
@@ -244,12 +244,7 @@ fn main() {
                             let limiter = Arc::new(LockFreeLimiter::<String>::new(
                                 Limit::new(1_000, 1_000_000_000).expect("limit"),
                             ));
-                            drive(
-                                service(RateLimitLayer::new(limiter, header())),
-                                spread,
-                                tasks,
-                            )
-                            .await
+                            drive(service(limiter), spread, tasks).await
                         }
                         1 | 2 => {
                             let options = if index == 2 {
@@ -260,36 +255,21 @@ fn main() {
                             let limiter = Arc::new(
                                 AsyncRedisLimiter::new(&url, roomy, options).expect("limiter"),
                             );
-                            drive(
-                                service(RateLimitLayer::new(limiter, header())),
-                                spread,
-                                tasks,
-                            )
-                            .await
+                            drive(service(limiter), spread, tasks).await
                         }
                         3 => {
                             let limiter = Arc::new(
                                 LeasedLimiter::new(&url, roomy, options(&prefix), 50, 100_000)
                                     .expect("limiter"),
                             );
-                            drive(
-                                service(RateLimitLayer::new(limiter, header())),
-                                spread,
-                                tasks,
-                            )
-                            .await
+                            drive(service(limiter), spread, tasks).await
                         }
                         _ => {
                             let limiter = Arc::new(
                                 AsyncRedisLimiter::cluster(&cluster_nodes, roomy, options(&prefix))
                                     .expect("limiter"),
                             );
-                            drive(
-                                service(RateLimitLayer::new(limiter, header())),
-                                spread,
-                                tasks,
-                            )
-                            .await
+                            drive(service(limiter), spread, tasks).await
                         }
                     };
                     eprintln!("round {round}: {name}, {tasks} task(s): {rate:.0} requests/s");
@@ -315,17 +295,12 @@ fn main() {
             )
             .expect("limiter"),
         );
-        let (_, plain_admitted, plain_times) = drive(
-            service(RateLimitLayer::new(plain_limiter, header())),
-            flooded,
-            TASKS,
-        )
-        .await;
+        let (_, plain_admitted, plain_times) = drive(service(plain_limiter), flooded, TASKS).await;
         let cached_limiter = Arc::new(
             AsyncRedisLimiter::new(&url, flood_limit, options("flood-cached")).expect("limiter"),
         );
-        let layer = RateLimitLayer::new(Arc::clone(&cached_limiter), header());
-        let (_, cached_admitted, cached_times) = drive(service(layer), flooded, TASKS).await;
+        let (_, cached_admitted, cached_times) =
+            drive(service(Arc::clone(&cached_limiter)), flooded, TASKS).await;
         let cache = cached_limiter.refusal_cache().expect("on by default");
         (
             (

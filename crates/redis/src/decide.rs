@@ -50,18 +50,19 @@ impl<K: Display + ?Sized> Decide<K> for AsyncRedisLimiter {
         _status_if_admitted: bool,
     ) -> Decision<Self::Pending> {
         let key = key.to_string();
-        if let Some(refusals) = this.refusal_cache() {
-            if let Some(answer) = refusals.refused(&key, MICROSECOND) {
-                return Decision::Ready(answer);
-            }
-            refusals.count_asked();
-        }
+        let asking = match this
+            .refusal_cache()
+            .map(|refusals| refusals.check(&key, MICROSECOND))
+        {
+            Some(Ok(answer)) => return Decision::Ready(answer),
+            Some(Err(asking)) => Some(asking),
+            None => None,
+        };
         let limiter = Arc::clone(this);
         Decision::Pending(Box::pin(async move {
-            let asked_at = std::time::Instant::now();
             let answer = limiter.answer(&key).await;
-            if let Some(refusals) = limiter.refusal_cache() {
-                refusals.remember(&key, asked_at, MICROSECOND, answer);
+            if let (Some(refusals), Some(asking)) = (limiter.refusal_cache(), asking) {
+                refusals.remember(&key, asking, answer);
             }
             answer
         }))

@@ -91,15 +91,14 @@ impl<K: Hash + Eq + Clone> RefusalMemory<K> {
         self.served.load(Ordering::Relaxed)
     }
 
-    /// Requests passed on to the limiter (for a remote one, its round trips), as counted by
-    /// [`Self::count_asked`].
+    /// Requests passed on to the limiter (for a remote one, its round trips).
     pub fn asked(&self) -> u64 {
         // Relaxed: as above.
         self.asked.load(Ordering::Relaxed)
     }
 
     /// Counts one request passed on to the limiter.
-    pub fn count_asked(&self) {
+    fn count_asked(&self) {
         // Relaxed: a count for reports.
         self.asked.fetch_add(1, Ordering::Relaxed);
     }
@@ -118,21 +117,33 @@ impl<K: Hash + Eq + Clone> RefusalMemory<K> {
     }
 
     /// The refusal to answer `key` with now, in ticks of `tick` (the limiter's own), if one
-    /// is remembered and its wait has not ended; drops an expired one.
-    pub fn refused(&self, key: &K, tick: Duration) -> Option<Answer> {
+    /// is remembered and its wait has not ended (an expired one is dropped); otherwise counts
+    /// the request as passed on and gives the [`Asking`] to remember the limiter's answer
+    /// with.
+    ///
+    /// # Errors
+    /// `Err(Asking)`: nothing remembered; ask the limiter.
+    pub fn check(&self, key: &K, tick: Duration) -> Result<Answer, Asking> {
         let at = Instant::now();
+        let asking = Asking { at, tick };
         let refusal = {
             let mut shard = lock(self.shard(key));
-            let refusal = *shard.refused.get(key)?;
-            if refusal.until <= at {
-                shard.refused.remove(key);
-                return None;
+            match shard.refused.get(key).copied() {
+                Some(refusal) if refusal.until > at => Some(refusal),
+                Some(_) => {
+                    shard.refused.remove(key);
+                    None
+                }
+                None => None,
             }
-            refusal
+        };
+        let Some(refusal) = refusal else {
+            self.count_asked();
+            return Err(asking);
         };
         // Relaxed: a count for reports.
         self.served.fetch_add(1, Ordering::Relaxed);
-        Some(Answer::Decided {
+        Ok(Answer::Decided {
             admitted: false,
             limit: refusal.limit,
             status: Some(Status {
@@ -143,10 +154,11 @@ impl<K: Hash + Eq + Clone> RefusalMemory<K> {
         })
     }
 
-    /// Remembers `answer` for `key` if it is a refusal with a wait: from `asked_at` (when the
-    /// question was sent, so the remembered wait never outlasts the limiter's), for the wait
-    /// in ticks of `tick`.
-    pub fn remember(&self, key: &K, asked_at: Instant, tick: Duration, answer: Answer) {
+    /// Remembers `answer` (to the question `asking` stands for) for `key` if it is a refusal
+    /// with a wait: from when the question was sent, so the remembered wait never outlasts
+    /// the limiter's, for the wait in the limiter's tick.
+    pub fn remember(&self, key: &K, asking: Asking, answer: Answer) {
+        let Asking { at: asked_at, tick } = asking;
         let Answer::Decided {
             admitted: false,
             limit,
@@ -241,26 +253,28 @@ where
         now: u64,
         status_if_admitted: bool,
     ) -> Decision<Self::Pending> {
-        let tick = this.inner.tick();
-        if let Some(answer) = tick.and_then(|tick| this.memory.refused(key, tick)) {
-            return Decision::Ready(answer);
-        }
-        this.memory.count_asked();
-        let at = Instant::now();
+        // Without a tick of its own the limiter's waits cannot be timed: pass through.
+        let asking = match this.inner.tick().map(|tick| this.memory.check(key, tick)) {
+            Some(Ok(answer)) => return Decision::Ready(answer),
+            Some(Err(asking)) => Some(asking),
+            None => {
+                this.memory.count_asked();
+                None
+            }
+        };
         match D::decide(&this.inner, key, now, status_if_admitted) {
             Decision::Ready(answer) => {
-                if let Some(tick) = tick {
-                    this.memory.remember(key, at, tick, answer);
+                if let Some(asking) = asking {
+                    this.memory.remember(key, asking, answer);
                 }
                 Decision::Ready(answer)
             }
             Decision::Pending(pending) => Decision::Pending(Remembering {
                 pending,
-                cache: tick.map(|tick| Asked {
+                cache: asking.map(|asking| Asked {
                     cache: Arc::clone(this),
                     key: key.clone(),
-                    at,
-                    tick,
+                    asking,
                 }),
             }),
         }
@@ -282,11 +296,18 @@ pub struct Remembering<F, D: ?Sized, K> {
     cache: Option<Asked<D, K>>,
 }
 
-/// A question a [`Remembering`] future will remember the refusal of: the cache, the key,
-/// when it was sent, and the limiter's tick.
+/// A question a [`Remembering`] future will remember the refusal of: the cache, the key and
+/// the question.
 struct Asked<D: ?Sized, K> {
     cache: Arc<CachedRefusals<D, K>>,
     key: K,
+    asking: Asking,
+}
+
+/// A question passed on to the limiter because no refusal was remembered for its key: when it
+/// was sent and the limiter's tick, which [`RefusalMemory::remember`] needs to time a refusal.
+#[derive(Clone, Copy, Debug)]
+pub struct Asking {
     at: Instant,
     tick: Duration,
 }
@@ -305,7 +326,7 @@ where
             asked
                 .cache
                 .memory
-                .remember(&asked.key, asked.at, asked.tick, answer);
+                .remember(&asked.key, asked.asking, answer);
         }
         Poll::Ready(answer)
     }

@@ -215,9 +215,9 @@ where
         self.refresh_limit(key, entry)
     }
 
-    #[cold]
-    #[inline(never)]
-    fn refresh_limit<Q>(&self, key: &Q, entry: &E) -> Result<(), Retired>
+    /// The key's current limits version and window if `entry`'s limit is no longer the key's;
+    /// otherwise confirms `entry` at the current version and gives `None`.
+    fn changed_limit<Q>(&self, key: &Q, entry: &E) -> Option<(u64, E::Algorithm)>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
@@ -225,8 +225,21 @@ where
         let (version, window) = self.limits.resolve(key);
         if entry.limit() == window.limit() {
             entry.confirm_limits_version(version);
-            return Ok(());
+            return None;
         }
+        Some((version, window))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refresh_limit<Q>(&self, key: &Q, entry: &E) -> Result<(), Retired>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let Some((version, window)) = self.changed_limit(key, entry) else {
+            return Ok(());
+        };
         self.replace_entry(key, entry, |state, watermark| {
             E::from_state(&window, state, version, watermark)
         });
@@ -371,11 +384,9 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let (version, window) = self.limits.resolve(key);
-        if entry.limit() == window.limit() {
-            entry.confirm_limits_version(version);
+        let Some((version, window)) = self.changed_limit(key, entry) else {
             return op(watermark, entry);
-        }
+        };
         let converted = E::from_state(&window, &entry.export()?, version, watermark);
         op(watermark, &converted)
     }
