@@ -177,6 +177,11 @@ where
         }
     }
 
+    fn status_n(&self, key: &K, now: u64, n: u64) -> Result<Status, WeightError> {
+        single_hit(n)?;
+        Ok(self.status(key, now))
+    }
+
     fn remove_idle(&self, now: u64) -> usize {
         let window = self.limit.window_ticks();
         let mut table = self.lock();

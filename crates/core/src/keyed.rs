@@ -30,8 +30,9 @@ pub mod sequential;
 
 use std::hash::{BuildHasher, Hash};
 
+use crate::limit::Limit;
 use crate::sync::{AtomicU64, Ordering};
-use crate::window::{Algorithm, MAX_TICK};
+use crate::window::{Algorithm, Status, WeightError, MAX_TICK};
 use floor::RemovalFloor;
 use schedule::SweepSchedule;
 
@@ -143,6 +144,19 @@ pub(crate) fn settle_allocator() {
 /// walks (two small blocks per key, a few tens of microseconds for the lot), and few enough
 /// folds that key churn reuses freed blocks as they are.
 const SETTLE_AFTER_REMOVALS: usize = 4096;
+
+/// Why `status` of weight 1 cannot fail: every limit admits at least one hit.
+pub(crate) const WEIGHT_ONE_FITS: &str = "every limit admits a hit of weight 1";
+
+/// Whether weight `n`, already valid for the window's rules, can ever fit under `limit`:
+/// a key's own limit may be below the heaviest weight the limiter accepts.
+pub(crate) fn fits_limit(limit: Limit, n: u64) -> Result<(), WeightError> {
+    let max_requests = limit.max_requests();
+    if n > max_requests {
+        return Err(WeightError::ExceedsLimit { n, max_requests });
+    }
+    Ok(())
+}
 
 /// The shard of a key with hash `hash`, of `shards` (a power of two). Bits 32 and up: the
 /// shards' tables index with the low bits and tag with the top seven.
@@ -380,35 +394,31 @@ impl<W: Algorithm> KeyPolicy<W> {
     /// watermark lets it be seen.
     fn status_of_unknown_key(
         &self,
-        limit: crate::Limit,
+        limit: Limit,
         watermark: u64,
         now: u64,
-    ) -> crate::Status {
-        let empty = crate::Status {
+        n: u64,
+    ) -> Result<Status, WeightError> {
+        fits_limit(limit, n)?;
+        let empty = Status {
             count: 0,
             remaining: limit.max_requests(),
             retry_after_ticks: 0,
         };
-        self.clamp_status(empty, watermark, now)
+        Ok(self.clamp_status(empty, watermark, now))
     }
 
     /// `allowed_n` for a key with no state whose limit is `limit`: what an empty window
     /// answers (room for any weight up to `max_requests`, for both algorithms), as the
     /// watermark lets it be seen, so that `check_and_hit_n` agrees.
-    fn allowed_of_unknown_key(
-        &self,
-        limit: crate::Limit,
-        watermark: u64,
-        now: u64,
-        n: u64,
-    ) -> bool {
+    fn allowed_of_unknown_key(&self, limit: Limit, watermark: u64, now: u64, n: u64) -> bool {
         now >= watermark && n <= limit.max_requests()
     }
 
     /// A status as the decisions see it: nothing remains below the key's watermark.
-    fn clamp_status(&self, status: crate::Status, watermark: u64, now: u64) -> crate::Status {
+    fn clamp_status(&self, status: Status, watermark: u64, now: u64) -> Status {
         if now < watermark {
-            crate::Status {
+            Status {
                 remaining: 0,
                 retry_after_ticks: status.retry_after_ticks.max(watermark - now),
                 ..status

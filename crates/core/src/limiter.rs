@@ -61,10 +61,21 @@ where
     /// [`WeightError`] if the window cannot take weight `n`.
     fn check_and_hit_n(&self, key: &K, now: u64, n: u64) -> Result<bool, WeightError>;
 
-    /// What `key`'s window holds at `now`: live count, remaining, retry-after. Consumes
-    /// nothing and creates no key.
+    /// What `key`'s window holds at `now`: live count, remaining, retry-after for one more
+    /// hit. Consumes nothing and creates no key.
     #[must_use]
     fn status(&self, key: &K, now: u64) -> Status;
+
+    /// [`RateLimiter::status`] with the wait until `n` more hits of `key` would be admitted
+    /// if no other call came ([`Status::retry_after_ticks`]; 0 when they fit at `now`).
+    /// Read from the window itself: for the rolling buckets, from their counters, exact on
+    /// their bucket grid. Consumes nothing and creates no key.
+    ///
+    /// # Errors
+    /// [`WeightError`] if the window cannot take weight `n`, and
+    /// [`WeightError::ExceedsLimit`] if `n` is above `key`'s own limit, which never
+    /// admits it.
+    fn status_n(&self, key: &K, now: u64, n: u64) -> Result<Status, WeightError>;
 
     /// Removes every key whose state is idle for all calls at or after `now - D` (the
     /// lateness tolerance) and returns how many were removed.

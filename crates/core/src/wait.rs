@@ -33,9 +33,9 @@
 //!   recording anything, for the first tick at which its request would fit if no other call
 //!   came, and sleeps until that tick begins ([`WaitClock::instant_at`]), never less; then it
 //!   calls `check_and_hit_n` again (another caller may have taken the room: it loops). For
-//!   weight 1 that tick is `now + retry_after_ticks` of the key's [`Status`](crate::Status);
-//!   for a heavier weight on the rolling buckets it is searched for with `allowed_n` at
-//!   later ticks (admission only grows as time passes). With [`TokioClock`] the wake-up is
+//!   weight `n` that tick is `now + retry_after_ticks` of the key's
+//!   [`status_n`](crate::RateLimiter::status_n), which every window reads from its own
+//!   state (the rolling buckets from their counters). With [`TokioClock`] the wake-up is
 //!   the tick's first instant, which tokio's timer serves at millisecond granularity: a
 //!   tick finer than a millisecond may be woken up to a millisecond late, never early.
 //! - **Arrival order per key.** Waiters on one key are served first come, first served:

@@ -102,8 +102,16 @@ pub trait SequentialWindow: Send + Sync + 'static {
     fn check_and_hit_n(&mut self, now: u64, n: u64) -> bool;
     /// Whether `n` more hits at `now` would be admitted. Changes nothing.
     fn allowed_n(&self, now: u64, n: u64) -> bool;
-    /// What the window holds for a caller at `now`. Changes nothing.
-    fn status(&self, now: u64) -> Status;
+    /// What the window holds for a caller at `now`, with the wait for one more hit.
+    /// Changes nothing.
+    fn status(&self, now: u64) -> Status {
+        self.status_n(now, 1)
+    }
+    /// What the window holds for a caller at `now`, with the wait until `n` more hits fit
+    /// (see [`Status::retry_after_ticks`]). `n` is at most the window's `max_requests`
+    /// (the keyed limiters answer a heavier weight with an error before asking). Changes
+    /// nothing.
+    fn status_n(&self, now: u64, n: u64) -> Status;
     /// The limit this window enforces.
     fn limit(&self) -> Limit;
     /// The window's content (see [`WindowState`]). Changes nothing.
@@ -140,11 +148,20 @@ pub trait AtomicWindow: Send + Sync + 'static {
     /// # Errors
     /// [`Retired`]: the window is sealed.
     fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired>;
-    /// What the window holds for a caller at `now`. Changes nothing.
+    /// What the window holds for a caller at `now`, with the wait for one more hit.
+    /// Changes nothing.
     ///
     /// # Errors
     /// [`Retired`]: the window is sealed.
-    fn status(&self, now: u64) -> Result<Status, Retired>;
+    fn status(&self, now: u64) -> Result<Status, Retired> {
+        self.status_n(now, 1)
+    }
+    /// What the window holds for a caller at `now`, with the wait until `n` more hits fit;
+    /// `n` is at most the window's `max_requests`. Changes nothing.
+    ///
+    /// # Errors
+    /// [`Retired`]: the window is sealed.
+    fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired>;
     /// The limit this window enforces.
     fn limit(&self) -> Limit;
     /// The window's content at one moment between the call and its return, while other
@@ -190,9 +207,11 @@ pub struct Status {
     pub count: u64,
     /// How many more hits would be admitted now.
     pub remaining: u64,
-    /// Ticks until one more hit would be admitted: 0 when `remaining > 0`; for the exact log,
+    /// Ticks until the asked weight (1 for `status`, `n` for `status_n`) would be admitted
+    /// if no other call came: 0 when it fits now; for the exact log (weight 1 only),
     /// otherwise the oldest live hit + W - now; for the rolling buckets, the first tick at
-    /// which `check_and_hit` of weight 1 would be admitted if no other call came, minus now.
+    /// which enough of the oldest retained buckets have expired (and the caller is no
+    /// longer late), minus now, read from the bucket counters.
     pub retry_after_ticks: u64,
 }
 

@@ -128,8 +128,8 @@ impl<W: Algorithm> GuardedEntry for KeyMutex<W> {
         self.locked(|window| window.allowed_n(now, n))
     }
 
-    fn status(&self, now: u64) -> Result<Status, Retired> {
-        self.locked(|window| window.status(now))
+    fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired> {
+        self.locked(|window| window.status_n(now, n))
     }
 
     fn retire_if_idle(&self, horizon: u64) -> Option<u64> {

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
 use super::map::KeyMap;
-use super::{EntryWatermark, KeyPolicy, Options, SweepBounds};
+use super::{fits_limit, EntryWatermark, KeyPolicy, Options, SweepBounds, WEIGHT_ONE_FITS};
 use crate::snapshot::{group_usage, saved_key, Conversion, Restored, Snapshot, SnapshotError};
 use crate::sync::retry_hint;
 use crate::window::buckets::{BucketError, RollingBuckets};
@@ -82,11 +82,11 @@ pub trait GuardedEntry: Send + Sync + 'static {
     /// # Errors
     /// [`Retired`]: look the key up again.
     fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired>;
-    /// See [`crate::raw::SequentialWindow::status`].
+    /// See [`crate::raw::SequentialWindow::status_n`].
     ///
     /// # Errors
     /// [`Retired`]: look the key up again.
-    fn status(&self, now: u64) -> Result<Status, Retired>;
+    fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired>;
 
     /// Retires the entry if its window is fresh for every call at or after `horizon`, so that
     /// no operation records anything in it again; returns the tick from which it was fresh.
@@ -581,14 +581,43 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        self.status_of(key, now, 1).expect(WEIGHT_ONE_FITS)
+    }
+
+    /// [`RateLimiter::status_n`], asked with any borrowed form of the key.
+    ///
+    /// # Errors
+    /// See [`RateLimiter::status_n`].
+    pub fn status_n<Q>(&self, key: &Q, now: u64, n: u64) -> Result<Status, WeightError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.limits.check_weight(&self.policy.window, n)?;
+        self.status_of(key, now, n)
+    }
+
+    /// The status for weight `n` (already checked against the window's rules), or why the
+    /// key's own limit can never admit it.
+    fn status_of<Q>(&self, key: &Q, now: u64, n: u64) -> Result<Status, WeightError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
         self.read_existing(key, |watermark, entry| {
-            Ok(self.policy.clamp_status(entry.status(now)?, watermark, now))
+            Ok(match fits_limit(entry.limit(), n) {
+                Ok(()) => Ok(self
+                    .policy
+                    .clamp_status(entry.status_n(now, n)?, watermark, now)),
+                Err(never) => Err(never),
+            })
         })
         .unwrap_or_else(|| {
             self.policy.status_of_unknown_key(
                 self.limits.resolve(key).1.limit(),
                 self.removal_watermark(key),
                 now,
+                n,
             )
         })
     }
@@ -628,6 +657,10 @@ where
 
     fn status(&self, key: &K, now: u64) -> Status {
         Self::status(self, key, now)
+    }
+
+    fn status_n(&self, key: &K, now: u64, n: u64) -> Result<Status, WeightError> {
+        Self::status_n(self, key, now, n)
     }
 
     fn remove_idle(&self, now: u64) -> usize {

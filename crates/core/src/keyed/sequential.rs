@@ -8,7 +8,7 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
-use super::{KeyHasher, KeyPolicy, Options, SweepBounds};
+use super::{fits_limit, KeyHasher, KeyPolicy, Options, SweepBounds, WEIGHT_ONE_FITS};
 use crate::snapshot::{group_usage, saved_key, Conversion, Restored, Snapshot, SnapshotError};
 use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::WindowState;
@@ -196,21 +196,27 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         })
     }
 
-    fn status<Q>(&self, key: &Q, now: u64) -> Status
+    /// The status for weight `n` (already checked against the window's rules), or why the
+    /// key's own limit can never admit it.
+    fn status_of<Q>(&self, key: &Q, now: u64, n: u64) -> Result<Status, WeightError>
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         match self.shard(key).get(key) {
             Some((window, watermark, limits_version)) => {
-                let status = self
-                    .with_current_limit(key, window, *limits_version, |window| window.status(now));
-                self.policy.clamp_status(status, *watermark, now)
+                self.with_current_limit(key, window, *limits_version, |window| {
+                    fits_limit(window.limit(), n).map(|()| {
+                        self.policy
+                            .clamp_status(window.status_n(now, n), *watermark, now)
+                    })
+                })
             }
             None => self.policy.status_of_unknown_key(
                 self.limits.resolve(key).1.limit(),
                 self.removal_watermark(self.policy.shard_of(key), key),
                 now,
+                n,
             ),
         }
     }
@@ -448,7 +454,25 @@ where
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         let now = now.min(MAX_TICK);
-        self.state.read(|state| state.status(key, now))
+        self.state
+            .read(|state| state.status_of(key, now, 1))
+            .expect(WEIGHT_ONE_FITS)
+    }
+
+    /// [`RateLimiter::status_n`], asked with any borrowed form of the key.
+    ///
+    /// # Errors
+    /// See [`RateLimiter::status_n`].
+    pub fn status_n<Q>(&self, key: &Q, now: u64, n: u64) -> Result<Status, WeightError>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let now = now.min(MAX_TICK);
+        self.state.read(|state| {
+            state.limits.check_weight(&state.policy.window, n)?;
+            state.status_of(key, now, n)
+        })
     }
 }
 
@@ -488,6 +512,10 @@ where
 
     fn status(&self, key: &K, now: u64) -> Status {
         Self::status(self, key, now)
+    }
+
+    fn status_n(&self, key: &K, now: u64, n: u64) -> Result<Status, WeightError> {
+        Self::status_n(self, key, now, n)
     }
 
     fn remove_idle(&self, now: u64) -> usize {

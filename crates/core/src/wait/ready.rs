@@ -16,16 +16,9 @@ pub(super) enum Ready {
     Never,
 }
 
-/// The first tick `t > now` at which `limiter.allowed_n(key, t, n)` holds, found with
-/// read-only calls (`status` and `allowed_n` consume nothing and create no key).
-///
-/// Weight 1 is answered by the status alone: its `retry_after_ticks` is, for every window,
-/// the distance to the first tick that admits one more hit if no other call comes. A
-/// heavier weight needs more of the window to expire than the status describes, so the tick
-/// is searched for: from that lower bound, steps doubling until a tick admits `n` (each
-/// window only frees room as time passes, so admission is monotone in the tick), then a
-/// binary search between the last refusing and the first admitting probe. That costs about
-/// `2 log2(d)` probes for a wait of `d` ticks, each one key lookup, and only on a refusal.
+/// The first tick `t > now` at which `limiter.allowed_n(key, t, n)` holds if no other call
+/// came, read from the window by one `status_n` (which consumes nothing and creates no key):
+/// every window answers when weight `n` next fits, the rolling buckets from their counters.
 ///
 /// A refusal at `now` means nothing fits at `now`, so the answer is at least `now + 1` even
 /// when the status (read a moment later, after other calls) says there is room: the caller
@@ -35,35 +28,15 @@ where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     L: RateLimiter<K> + ?Sized,
 {
-    let admits = |tick: u64| limiter.allowed_n(key, tick, n).unwrap_or(false);
-    let retry_after = limiter.status(key, now).retry_after_ticks.max(1);
-    let lower = now.saturating_add(retry_after).min(MAX_TICK);
-    if admits(lower) {
-        return Ready::At(lower);
+    match limiter.status_n(key, now, n) {
+        Ok(status) => Ready::At(
+            now.saturating_add(status.retry_after_ticks.max(1))
+                .min(MAX_TICK),
+        ),
+        // The weight was valid for the limiter (the waiter checked before queueing), so
+        // this is the key's own limit: below `n`, it never admits it.
+        Err(_) => Ready::Never,
     }
-    if lower == MAX_TICK || !admits(MAX_TICK) {
-        return Ready::Never;
-    }
-    // Invariant: `refused` does not admit, `admitted` does, refused < admitted.
-    let (mut refused, mut admitted) = (lower, MAX_TICK);
-    let mut step = 1u64;
-    while let Some(probe) = refused.checked_add(step).filter(|&probe| probe < admitted) {
-        if admits(probe) {
-            admitted = probe;
-            break;
-        }
-        refused = probe;
-        step = step.saturating_mul(2);
-    }
-    while admitted - refused > 1 {
-        let middle = refused + (admitted - refused) / 2;
-        if admits(middle) {
-            admitted = middle;
-        } else {
-            refused = middle;
-        }
-    }
-    Ready::At(admitted)
 }
 
 #[cfg(test)]
@@ -81,7 +54,7 @@ mod tests {
     }
 
     #[test]
-    fn heavier_weights_are_searched_for_exactly() {
+    fn heavier_weights_are_read_from_the_counters_exactly() {
         // 10 per 100 ticks in 10 buckets of 10: 4 at 0, 3 at 20, 3 at 40.
         let limiter =
             LockFreeLimiter::<u8, RollingBuckets>::bucketed(Limit::new(10, 100).unwrap(), 10)

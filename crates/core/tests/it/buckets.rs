@@ -324,6 +324,35 @@ fn check_trace(window: RollingBuckets, ops: &[Op]) -> Result<(), TestCaseError> 
                 (answer, l.status(&0, t))
             })
             .collect();
+        let (t, n) = match op {
+            Op::CheckAndHit(t, n) | Op::Hit(t, n) | Op::Allowed(t, n) => (t, n),
+        };
+        let weighted: Vec<Status> = limiters
+            .iter()
+            .map(|l| l.status_n(&0, t, n).unwrap())
+            .collect();
+        for (l, status) in limiters.iter().zip(&weighted) {
+            prop_assert_eq!(status, &weighted[0], "{} status_n({}, {})", l.name(), t, n);
+            // The wait is exact: weight n fits after it and not a tick before.
+            let at = t + status.retry_after_ticks;
+            prop_assert!(
+                l.allowed_n(&0, at, n).unwrap(),
+                "{}: {} at {} ({:?})",
+                l.name(),
+                n,
+                at,
+                status
+            );
+            if status.retry_after_ticks > 0 {
+                prop_assert!(
+                    !l.allowed_n(&0, at - 1, n).unwrap(),
+                    "{}: {} at {}",
+                    l.name(),
+                    n,
+                    at - 1
+                );
+            }
+        }
         for (l, a) in limiters.iter().zip(&answers) {
             prop_assert_eq!(
                 a,
@@ -407,6 +436,33 @@ proptest! {
         prop_assert!(state.clone().check_and_hit_n(at, 1), "admitted at {} (status {:?})", at, status);
         if status.retry_after_ticks > 0 {
             prop_assert!(!state.clone().check_and_hit_n(at - 1, 1), "refused at {} (status {:?})", at - 1, status);
+        }
+    }
+
+    /// `status_n` says when weight `n` next fits, read from the counters: admitted at
+    /// `now + retry_after_ticks`, refused a tick before, and the same as the weight-1
+    /// `status` for `n = 1`.
+    #[test]
+    fn weighted_status_is_the_first_tick_that_fits(
+        (window, ops) in window_and_ops(false),
+        probe in 0u64..200,
+        weight in 1u64..=6,
+    ) {
+        let mut state = window.new_sequential();
+        apply(&mut state, &ops);
+        let n = weight.min(window.limit().max_requests());
+        let status = state.status_n(probe, n);
+        let (count, remaining) = (state.status(probe).count, state.status(probe).remaining);
+        prop_assert_eq!((status.count, status.remaining), (count, remaining));
+        if n == 1 {
+            prop_assert_eq!(status, state.status(probe));
+        }
+        let at = probe + status.retry_after_ticks;
+        prop_assert!(state.allowed_n(at, n), "{} admitted at {} (status {:?})", n, at, status);
+        if status.retry_after_ticks > 0 {
+            prop_assert!(!state.allowed_n(at - 1, n), "{} refused at {} (status {:?})", n, at - 1, status);
+        } else {
+            prop_assert!(n <= status.remaining);
         }
     }
 

@@ -140,7 +140,13 @@ fn the_exact_log_rejects_weights_other_than_one() {
                 unsupported.map(|()| true),
                 "{name}"
             );
+            assert_eq!(
+                limiter.status_n(&1, 5, n).map(|_| ()),
+                unsupported,
+                "{name}"
+            );
         }
+        assert_eq!(limiter.status_n(&1, 5, 0), Err(WeightError::Zero), "{name}");
         assert_eq!(
             limiter.tracked_keys(),
             0,
@@ -155,7 +161,79 @@ fn the_exact_log_rejects_weights_other_than_one() {
         assert_eq!(limiter.allowed_n(&1, 5, 1), Ok(true), "{name}");
         assert_eq!(limiter.check_and_hit_n(&1, 5, 1), Ok(true), "{name}");
         assert_eq!(limiter.status(&1, 5).count, 2, "{name}");
+        assert_eq!(
+            limiter.status_n(&1, 5, 1),
+            Ok(limiter.status(&1, 5)),
+            "{name}"
+        );
     });
+}
+
+#[test]
+fn a_weight_above_a_keys_own_limit_has_no_wait() {
+    use slidelimit::{LimitControl, LockFreeLimiter, RollingBuckets};
+    use slidelimit_mutex::MutexLimiter;
+    use slidelimit_per_key_lock::PerKeyLockLimiter;
+    use slidelimit_rwlock::RwLockLimiter;
+
+    let window = RollingBuckets::new(limit(10, 100), 10).unwrap();
+    let limiters: Vec<Box<dyn LimitControl<u32>>> = vec![
+        Box::new(LockFreeLimiter::<u32, RollingBuckets>::with_options(
+            window,
+            Options::default(),
+        )),
+        Box::new(MutexLimiter::<u32, RollingBuckets>::with_options(
+            window,
+            Options::default(),
+        )),
+        Box::new(PerKeyLockLimiter::<u32, RollingBuckets>::with_options(
+            window,
+            Options::default(),
+        )),
+        Box::new(RwLockLimiter::<u32, RollingBuckets>::with_options(
+            window,
+            Options::default(),
+        )),
+    ];
+    for limiter in limiters {
+        let name = limiter.name();
+        limiter.set_limit_for(&1, limit(3, 100));
+        let above = Err(WeightError::ExceedsLimit {
+            n: 4,
+            max_requests: 3,
+        });
+        // Unknown key and known key alike.
+        assert_eq!(limiter.status_n(&1, 0, 4), above, "{name}");
+        assert_eq!(limiter.check_and_hit_n(&1, 0, 3), Ok(true), "{name}");
+        assert_eq!(limiter.status_n(&1, 5, 4), above, "{name}");
+        let full = limiter.status_n(&1, 5, 3).unwrap();
+        assert_eq!(full.remaining, 0, "{name}");
+        let at = 5 + full.retry_after_ticks;
+        assert_eq!(
+            limiter.allowed_n(&1, at, 3),
+            Ok(true),
+            "{name}: fits at {at}"
+        );
+        assert_eq!(
+            limiter.allowed_n(&1, at - 1, 3),
+            Ok(false),
+            "{name}: not before"
+        );
+        // The default limit's keys take any weight up to 10.
+        assert_eq!(
+            limiter.status_n(&2, 5, 10).map(|s| s.retry_after_ticks),
+            Ok(0),
+            "{name}"
+        );
+        assert_eq!(
+            limiter.status_n(&2, 5, 11),
+            Err(WeightError::ExceedsLimit {
+                n: 11,
+                max_requests: 10
+            }),
+            "{name}"
+        );
+    }
 }
 
 #[test]

@@ -356,7 +356,8 @@ pub(super) fn allowed<C: BucketCells>(cells: &C, now: u64, n: u64) -> Result<boo
     Ok(!view.too_late(geometry) && view.count + n <= geometry.max_requests)
 }
 
-pub(super) fn status<C: BucketCells>(cells: &C, now: u64) -> Result<Status, Retired> {
+/// The window at `now`, with the wait until weight `n` (at most `max_requests`) fits.
+pub(super) fn status<C: BucketCells>(cells: &C, now: u64, n: u64) -> Result<Status, Retired> {
     let geometry = cells.geometry();
     let now = now.min(MAX_TICK);
     let view = view(cells, now)?;
@@ -367,13 +368,15 @@ pub(super) fn status<C: BucketCells>(cells: &C, now: u64) -> Result<Status, Reti
     } else {
         max_requests.saturating_sub(view.count)
     };
-    // The first epoch at which a hit of weight 1 would be admitted, no other call assumed:
-    // not late, and enough of the oldest retained buckets recycled.
+    // The first epoch at which weight `n` would be admitted, no other call assumed: not
+    // late, and enough of the oldest retained buckets recycled to free `n` of room. Each
+    // bucket leaves whole at its expiry, so the answer is exact on the bucket grid.
     let mut admit_at = view
         .epoch
         .max(view.snap.head.saturating_sub(geometry.lateness));
-    if view.count >= max_requests {
-        let need = view.count - (max_requests - 1);
+    let fits_at_most = max_requests.saturating_sub(n);
+    if view.count > fits_at_most {
+        let need = view.count - fits_at_most;
         let mut dropped = 0u64;
         let mut cleaned = view.snap.cleaned;
         let oldest = view.head.saturating_sub(geometry.physical - 1);

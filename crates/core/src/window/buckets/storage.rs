@@ -103,8 +103,8 @@ impl SequentialWindow for SequentialBuckets {
     fn allowed_n(&self, now: u64, n: u64) -> bool {
         never_sealed(allowed(self, now, n))
     }
-    fn status(&self, now: u64) -> Status {
-        never_sealed(status(self, now))
+    fn status_n(&self, now: u64, n: u64) -> Status {
+        never_sealed(status(self, now, n))
     }
     fn limit(&self) -> Limit {
         self.geometry.limit()
@@ -320,8 +320,8 @@ impl AtomicWindow for AtomicBuckets {
     fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
         allowed(&self, now, n)
     }
-    fn status(&self, now: u64) -> Result<Status, Retired> {
-        status(&self, now)
+    fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired> {
+        status(&self, now, n)
     }
     fn limit(&self) -> Limit {
         self.geometry.limit()

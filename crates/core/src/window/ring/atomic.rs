@@ -381,7 +381,8 @@ impl AtomicWindow for AtomicRing {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
         allowed(&AtomicCells::of(self), now)
     }
-    fn status(&self, now: u64) -> Result<Status, Retired> {
+    fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired> {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
         status(&AtomicCells::of(self), now)
     }
     fn limit(&self) -> Limit {

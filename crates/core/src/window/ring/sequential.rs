@@ -195,7 +195,8 @@ impl SequentialWindow for SequentialRing {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
         never_sealed(allowed(self, now))
     }
-    fn status(&self, now: u64) -> Status {
+    fn status_n(&self, now: u64, n: u64) -> Status {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
         never_sealed(status(self, now))
     }
     fn limit(&self) -> Limit {
