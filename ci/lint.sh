@@ -4,6 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo fmt --all --check
+bash ci/layers.sh
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit-redis --features tokio --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit-redis --features cluster --all-targets --locked -- -D warnings

@@ -19,8 +19,10 @@ pub use refusals::{Asking, CachedRefusals, RefusalMemory, Remembering};
 
 use crate::keyed::concurrent::{EntryGuardedLimiter, GuardedEntry};
 use crate::keyed::sequential::{KeyTable, MapGuardedLimiter, TableLock};
+use crate::limit::Limit;
+use crate::limiter::RateLimiter;
 use crate::window::Algorithm;
-use crate::{Limit, RateLimiter, Status};
+use crate::window::Status;
 
 /// What a limiter answered for one request of weight 1.
 #[non_exhaustive]
@@ -170,7 +172,7 @@ decide_in_process! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::LockFreeLimiter;
+    use crate::lockfree::LockFreeLimiter;
 
     fn ready(decision: Decision<NeverPending>) -> Answer {
         match decision {

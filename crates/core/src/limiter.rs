@@ -3,8 +3,9 @@
 
 use std::hash::Hash;
 
+use crate::clock::Clock;
+use crate::limit::Limit;
 use crate::window::{Status, WeightError};
-use crate::{Clock, Limit};
 
 /// A keyed rate limiter: may a request of `key` at tick `now` go through?
 ///

@@ -12,9 +12,11 @@
 
 use crate::keyed::concurrent::{EntryGuardedLimiter, GuardedEntry};
 use crate::keyed::EntryWatermark;
+use crate::limit::Limit;
 use crate::sync::{AtomicU64, Ordering};
-use crate::window::{ring::ExactLog, Algorithm, AtomicWindow, Retired, Status, WindowState};
-use crate::Limit;
+use crate::window::ring::ExactLog;
+use crate::window::state::WindowState;
+use crate::window::{Algorithm, AtomicWindow, Retired, Status};
 
 /// The lock-free keyed limiter. `LockFreeLimiter::new(limit)` gives the exact sliding log.
 ///

@@ -80,9 +80,10 @@ use std::collections::HashSet;
 use std::fmt;
 use std::hash::Hash;
 
+use crate::limit::{Limit, LimitError};
 use crate::window::state::Forgotten;
-use crate::window::{StateError, WindowKind, WindowState, MAX_TICK};
-use crate::{Limit, LimitError};
+use crate::window::state::{StateError, WindowState};
+use crate::window::{WindowKind, MAX_TICK};
 
 /// The snapshot format version this build writes and reads.
 pub const SNAPSHOT_FORMAT: u32 = 1;

@@ -86,8 +86,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::limiter::RateLimiter;
 use crate::window::{WeightError, MAX_TICK};
-use crate::RateLimiter;
 
 pub use clock::{TokioClock, WaitClock};
 use jitter::Jitter;

@@ -10,7 +10,7 @@ pub mod state;
 
 use std::fmt;
 
-use crate::Limit;
+use crate::limit::Limit;
 pub use state::{StateError, WindowState};
 
 /// The largest tick a window stores; `u64::MAX` and `u64::MAX - 1` are treated as
@@ -73,7 +73,7 @@ pub trait Algorithm: Clone + Send + Sync + 'static {
     /// A [`WeightError`]; [`WeightError::ExceedsLimit`] only above `MAX_REQUESTS`.
     fn check_weight_shape(&self, n: u64) -> Result<(), WeightError> {
         match self.check_weight(n) {
-            Err(WeightError::ExceedsLimit { .. }) if n <= crate::MAX_REQUESTS => Ok(()),
+            Err(WeightError::ExceedsLimit { .. }) if n <= crate::limit::MAX_REQUESTS => Ok(()),
             other => other,
         }
     }

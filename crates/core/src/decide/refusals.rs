@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use super::{Answer, Decide, Decision};
 use crate::keyed::{process_hasher, KeyHasher};
-use crate::{Limit, Status};
+use crate::limit::Limit;
+use crate::window::Status;
 
 /// Shards of the cache, each behind its own lock: a flood of refusals on many keys from many
 /// tasks does not queue on one mutex.
@@ -358,7 +359,8 @@ impl<F, D: ?Sized, K> std::fmt::Debug for Remembering<F, D, K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{LockFreeLimiter, RateLimiter};
+    use crate::limiter::RateLimiter;
+    use crate::lockfree::LockFreeLimiter;
 
     /// An in-process limiter dressed as one with its own tick (1 ms of real time), so the
     /// cache has waits to time: answers at once, counts its calls.

@@ -12,11 +12,14 @@ use std::marker::PhantomData;
 use super::limits::{LimitResolver, LimitTable};
 use super::map::KeyMap;
 use super::{fits_limit, EntryWatermark, KeyPolicy, Options, SweepBounds, WEIGHT_ONE_FITS};
+use crate::limit::Limit;
+use crate::limiter::RateLimiter;
 use crate::snapshot::{group_usage, saved_key, Conversion, Restored, Snapshot, SnapshotError};
 use crate::sync::retry_hint;
 use crate::window::buckets::{BucketError, RollingBuckets};
-use crate::window::{ring::ExactLog, Algorithm, Retired, Status, WeightError, WindowState};
-use crate::{Limit, RateLimiter};
+use crate::window::ring::ExactLog;
+use crate::window::state::WindowState;
+use crate::window::{Algorithm, Retired, Status, WeightError};
 
 /// One key's guarded window in a [`EntryGuardedLimiter`] map.
 ///
@@ -673,7 +676,7 @@ where
     }
 }
 
-impl<K, E> crate::LimitControl<K> for EntryGuardedLimiter<K, E>
+impl<K, E> crate::limiter::LimitControl<K> for EntryGuardedLimiter<K, E>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     E: GuardedEntry,
@@ -695,7 +698,7 @@ where
     }
 }
 
-impl<K, E> crate::SavedState<K> for EntryGuardedLimiter<K, E>
+impl<K, E> crate::snapshot::SavedState<K> for EntryGuardedLimiter<K, E>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     E: GuardedEntry,

@@ -25,9 +25,9 @@ use std::sync::Arc;
 
 use super::map::KeyMap;
 use super::KeyHasher;
+use crate::limit::{Limit, MAX_REQUESTS};
 use crate::sync::{AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::window::{Algorithm, WeightError};
-use crate::{Limit, MAX_REQUESTS};
 
 /// A user's rule for per-key limits: `Some(limit)` for a key with its own limit, `None` for
 /// the default. Called when a key's state is created and after each limit change, never on

@@ -9,11 +9,12 @@ use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
 use super::{fits_limit, KeyHasher, KeyPolicy, Options, SweepBounds, WEIGHT_ONE_FITS};
+use crate::limit::Limit;
+use crate::limiter::RateLimiter;
 use crate::snapshot::{group_usage, saved_key, Conversion, Restored, Snapshot, SnapshotError};
 use crate::window::buckets::{BucketError, RollingBuckets};
-use crate::window::WindowState;
+use crate::window::state::WindowState;
 use crate::window::{ring::ExactLog, Algorithm, SequentialWindow, Status, WeightError, MAX_TICK};
-use crate::{Limit, RateLimiter};
 
 /// Each key's window, the removal watermark it was created with, and the limits version its
 /// limit is current for.
@@ -528,7 +529,7 @@ where
     }
 }
 
-impl<K, W, L> crate::LimitControl<K> for MapGuardedLimiter<K, W, L>
+impl<K, W, L> crate::limiter::LimitControl<K> for MapGuardedLimiter<K, W, L>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     W: Algorithm,
@@ -659,7 +660,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
     }
 }
 
-impl<K, W, L> crate::SavedState<K> for MapGuardedLimiter<K, W, L>
+impl<K, W, L> crate::snapshot::SavedState<K> for MapGuardedLimiter<K, W, L>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     W: Algorithm,

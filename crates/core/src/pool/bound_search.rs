@@ -6,7 +6,8 @@ use std::collections::{HashSet, VecDeque};
 use super::algorithm::LedgerReads;
 use super::control::Control;
 use super::geometry::{additive_bucket_formula, PoolGeometry, PoolMode};
-use super::{Refusal, SequentialLedger};
+use super::sequential::SequentialLedger;
+use super::Refusal;
 
 /// The ledger's state as far as any later call can tell: per held slot, oldest first, its
 /// uses, how long ago it opened and how long until it cools down, clipped where older no longer differs.

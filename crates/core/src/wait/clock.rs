@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::{Clock, MonotonicClock};
+use crate::clock::{Clock, MonotonicClock};
 
 /// About thirty years: where a wake-up that does not fit in an [`Instant`] is put (tokio's
 /// timers treat anything that far as "never" in practice).
@@ -123,7 +123,7 @@ fn duration_from_nanos(nanos: u128) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::{duration_from_nanos, WaitClock};
-    use crate::{Clock, MonotonicClock};
+    use crate::clock::{Clock, MonotonicClock};
     use std::time::Duration;
     use tokio::time::Instant;
 

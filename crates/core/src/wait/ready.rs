@@ -3,8 +3,8 @@
 
 use std::hash::Hash;
 
+use crate::limiter::RateLimiter;
 use crate::window::MAX_TICK;
-use crate::RateLimiter;
 
 /// What the limiter says about `n` hits of a key after a refusal at `now`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +42,10 @@ where
 #[cfg(test)]
 mod tests {
     use super::{first_admitting_tick, Ready};
-    use crate::{Limit, LimitControl, LockFreeLimiter, RollingBuckets};
+    use crate::limit::Limit;
+    use crate::limiter::LimitControl;
+    use crate::lockfree::LockFreeLimiter;
+    use crate::window::buckets::RollingBuckets;
 
     #[test]
     fn weight_one_is_the_status_retry_after() {

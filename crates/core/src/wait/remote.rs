@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{WaitClock, WaitError};
+use super::clock::WaitClock;
+use super::WaitError;
 use crate::decide::{Answer, Decide, Decision};
 
 /// What a refusal without a wait of its own waits before asking again: one that reports no
@@ -82,8 +83,9 @@ fn ticks(count: u64, tick: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wait::TokioClock;
-    use crate::{Limit, LockFreeLimiter};
+    use crate::limit::Limit;
+    use crate::lockfree::LockFreeLimiter;
+    use crate::wait::clock::TokioClock;
 
     #[tokio::test(start_paused = true)]
     async fn an_in_process_limiter_is_waited_on_by_its_clock() {

@@ -121,8 +121,9 @@ use std::fmt;
 pub use packed::MAX_TOTAL_WEIGHT;
 pub use storage::{AtomicBuckets, SequentialBuckets};
 
-use crate::window::{Algorithm, WeightError, WindowKind, WindowState, MAX_TICK};
-use crate::Limit;
+use crate::limit::Limit;
+use crate::window::state::WindowState;
+use crate::window::{Algorithm, WeightError, WindowKind, MAX_TICK};
 
 /// The most physical buckets (`B + 1 + L`) one window may have: 65,536, 512 KiB per key.
 pub const MAX_PHYSICAL_BUCKETS: u64 = 1 << 16;

@@ -105,8 +105,9 @@ mod tests;
 pub use atomic::AtomicRing;
 pub use sequential::SequentialRing;
 
-use crate::window::{is_live, Algorithm, Retired, WeightError, WindowKind, WindowState};
-use crate::Limit;
+use crate::limit::Limit;
+use crate::window::state::WindowState;
+use crate::window::{is_live, Algorithm, Retired, WeightError, WindowKind};
 
 /// The exact sliding log: never more than `max_requests` hits in any window, answers exact
 /// for non-decreasing timestamps. Memory: `8 × max_requests` bytes of slots per key, plus a

@@ -86,7 +86,7 @@ impl Forgotten {
 
 /// A weight that fills any window: more than the largest `max_requests` a limit may have.
 /// An assumed hit of this weight at `t` stands for "as many as it takes" while `t` is live.
-const FILLS_ANY_WINDOW: u64 = crate::MAX_REQUESTS + 1;
+const FILLS_ANY_WINDOW: u64 = crate::limit::MAX_REQUESTS + 1;
 
 /// Why a [`WindowState`] could not be built from raw parts.
 #[non_exhaustive]

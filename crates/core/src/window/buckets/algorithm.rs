@@ -6,8 +6,9 @@ mod mutants;
 
 use mutants::{reserve_total_only, sum_then_cas};
 
+use super::packed::MAX_TOTAL_WEIGHT;
 use super::packed::{advance_reach, decode, is_sealed, low, pack, with_low, EPOCH_MODULUS};
-use super::{Geometry, MAX_TOTAL_WEIGHT};
+use super::Geometry;
 use crate::sync::retry_hint;
 use crate::window::{Retired, Status, MAX_TICK};
 

@@ -4,7 +4,8 @@
 use super::packed::{decode, low, pack, MAX_TOTAL_WEIGHT};
 use super::Geometry;
 use crate::window::state::Forgotten;
-use crate::window::{WindowState, MAX_TICK};
+use crate::window::state::WindowState;
+use crate::window::MAX_TICK;
 
 /// The last tick of epoch `epoch`: the latest tick any weight in its bucket can have.
 fn last_tick(geometry: Geometry, epoch: u64) -> u64 {

@@ -11,9 +11,10 @@ use super::algorithm::{
 use super::packed::{is_sealed, low, SEALED};
 use super::state::export_words;
 use super::{Geometry, RollingBuckets};
+use crate::limit::Limit;
 use crate::sync::{retry_hint, AtomicU64, Ordering};
-use crate::window::{never_sealed, AtomicWindow, Retired, SequentialWindow, Status, WindowState};
-use crate::Limit;
+use crate::window::state::WindowState;
+use crate::window::{never_sealed, AtomicWindow, Retired, SequentialWindow, Status};
 
 /// The rolling-bucket window in plain integers, for use under a lock.
 #[derive(Clone, Debug)]

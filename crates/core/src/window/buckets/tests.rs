@@ -183,12 +183,12 @@ fn fresh_from_is_when_nothing_is_retained_and_nobody_is_late() {
 
 #[test]
 fn hit_saturates_the_total_and_nothing_carries() {
-    let window = RollingBuckets::new(limit(crate::MAX_REQUESTS, 10), 2).unwrap();
+    let window = RollingBuckets::new(limit(crate::limit::MAX_REQUESTS, 10), 2).unwrap();
     let mut s = window.new_sequential();
     let atomic = window.new_atomic();
     for i in 0..260 {
-        s.hit_n(i % 10, crate::MAX_REQUESTS);
-        atomic.hit_n(i % 10, crate::MAX_REQUESTS).unwrap();
+        s.hit_n(i % 10, crate::limit::MAX_REQUESTS);
+        atomic.hit_n(i % 10, crate::limit::MAX_REQUESTS).unwrap();
     }
     assert_eq!(s.status(9).count, MAX_TOTAL_WEIGHT);
     assert_eq!(
@@ -203,7 +203,7 @@ fn hit_saturates_the_total_and_nothing_carries() {
         "epoch 1 is retained at epoch 4"
     );
     assert_eq!(s.status(25).count, 0, "all of it expires with its buckets");
-    assert!(s.check_and_hit_n(25, crate::MAX_REQUESTS));
+    assert!(s.check_and_hit_n(25, crate::limit::MAX_REQUESTS));
 }
 
 /// Runs `ops` on both forms and checks every answer, status and the raw words agree.

@@ -9,11 +9,12 @@ use super::algorithm::{allowed, check_and_hit, hit, idle_from_newest, status};
 use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY, SEALED};
 use crate::sync::{retry_hint, AtomicU32, AtomicU64, Ordering};
 use crate::window::state::Carried;
-use crate::window::{AtomicWindow, Retired, Status, WindowState};
+use crate::window::state::WindowState;
+use crate::window::{AtomicWindow, Retired, Status};
 
 /// Words after the slots: the displacement, the carried hits' tick and their count.
 const AFTER_SLOTS: usize = 3;
-use crate::Limit;
+use crate::limit::Limit;
 
 /// The exact log in atomics: admissions are CASes on slots, never a lock.
 ///

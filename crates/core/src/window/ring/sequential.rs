@@ -2,9 +2,10 @@
 
 use super::algorithm::{allowed, check_and_hit, hit, idle_from_newest, is_idle_by, status};
 use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY};
+use crate::limit::Limit;
 use crate::window::state::Carried;
-use crate::window::{never_sealed, Retired, SequentialWindow, Status, WindowState};
-use crate::Limit;
+use crate::window::state::WindowState;
+use crate::window::{never_sealed, Retired, SequentialWindow, Status};
 
 /// The exact log in plain integers, for use under a lock.
 #[derive(Clone, Debug)]
