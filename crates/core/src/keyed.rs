@@ -148,10 +148,15 @@ const SETTLE_AFTER_REMOVALS: usize = 4096;
 /// Why `status` of weight 1 cannot fail: every limit admits at least one hit.
 pub(crate) const WEIGHT_ONE_FITS: &str = "every limit admits a hit of weight 1";
 
-/// Whether weight `n`, already valid for the window's rules, can ever fit under `limit`:
-/// a key's own limit may be below the heaviest weight the limiter accepts.
-pub(crate) fn fits_limit(limit: Limit, n: u64) -> Result<(), WeightError> {
-    let max_requests = limit.max_requests();
+/// Whether weight `n`, already valid for the window's rules, can ever fit under the key's
+/// `limit`: a key's own limit may be below the heaviest weight the limiter accepts. Weight 1
+/// fits every limit, so the status of a single hit never reads the limit.
+#[inline]
+pub(crate) fn fits_limit(n: u64, limit: impl FnOnce() -> Limit) -> Result<(), WeightError> {
+    if n <= 1 {
+        return Ok(());
+    }
+    let max_requests = limit().max_requests();
     if n > max_requests {
         return Err(WeightError::ExceedsLimit { n, max_requests });
     }
@@ -399,7 +404,7 @@ impl<W: Algorithm> KeyPolicy<W> {
         now: u64,
         n: u64,
     ) -> Result<Status, WeightError> {
-        fits_limit(limit, n)?;
+        fits_limit(n, || limit)?;
         let empty = Status {
             count: 0,
             remaining: limit.max_requests(),

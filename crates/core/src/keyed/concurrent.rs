@@ -608,7 +608,7 @@ where
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.read_existing(key, |watermark, entry| {
-            Ok(match fits_limit(entry.limit(), n) {
+            Ok(match fits_limit(n, || entry.limit()) {
                 Ok(()) => Ok(self
                     .policy
                     .clamp_status(entry.status_n(now, n)?, watermark, now)),

@@ -207,7 +207,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         match self.shard(key).get(key) {
             Some((window, watermark, limits_version)) => {
                 self.with_current_limit(key, window, *limits_version, |window| {
-                    fits_limit(window.limit(), n).map(|()| {
+                    fits_limit(n, || window.limit()).map(|()| {
                         self.policy
                             .clamp_status(window.status_n(now, n), *watermark, now)
                     })
