@@ -91,7 +91,7 @@ pub fn run(args: &ReplayArgs, allow_progress: bool) -> Result<(String, Done), Fa
         let outcome = decide::run(
             decider.as_mut(),
             &trace.requests,
-            limit.window_ticks(),
+            limit,
             args.keep_going,
             allow_progress,
         )

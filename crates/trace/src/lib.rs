@@ -1,0 +1,39 @@
+//! Traces of requests and admissions for slidelimit's tools and tests: generate them (a
+//! seeded generator and a Zipf sampler), and audit them against the window bound, never more
+//! than `N` admitted per key in any window of `W` ticks.
+//!
+//! ```
+//! use slidelimit_trace::audit::Audit;
+//! use crate::rng::SplitMix64;
+//!
+//! // A key's admissions, (tick, weight), as a limiter of 3 per 10 ticks might have made them.
+//! let mut rng = SplitMix64::new(7);
+//! let admitted: Vec<(u64, u64)> = (0..100).map(|i| (i * 4 + rng.below(2), 1)).collect();
+//! let report = Audit::new(3, 10)?.key(admitted);
+//! assert!(report.within_limit());
+//! assert_eq!(report.peak(), 3);
+//!
+//! // Four in the ticks 1..=10: the audit finds the window and says so.
+//! let error = Audit::new(3, 10)?.key([(1, 1), (2, 1), (3, 1), (10, 1)]).check().unwrap_err();
+//! assert_eq!(error.window.last_tick, 10);
+//! # Ok::<(), slidelimit_trace::audit::AuditError>(())
+//! ```
+//!
+//! # Guarantees
+//! - [`audit`] applies the project's own window rule (a hit at `s` is live at `t` iff
+//!   `s + W > t`, saturating), whatever the order of the log, to weighted hits, with nothing
+//!   wrapping near `u64::MAX`; it is checked against a brute-force reference.
+//! - [`rng::SplitMix64`] gives the same stream for a seed on every platform and version of
+//!   this crate, so a failing seed replays.
+//! - Nothing here panics on its input: bad parameters are typed errors.
+//!
+//! # Implementation
+//! This crate does not depend on the limiters (`slidelimit`), so the core crate's own tests
+//! can use it. Its one dependency is `thiserror`; the governor peer ([`governor`], feature
+//! `governor`) is the only heavy one and is optional, for the CLI and the benchmarks.
+
+pub mod audit;
+#[cfg(feature = "governor")]
+pub mod governor;
+pub mod rng;
+pub mod zipf;
