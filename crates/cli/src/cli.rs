@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::spec::{parse_count, parse_duration, parse_rate, LimitSpec, WindowSpec};
+use slidelimit_trace::duration::parse as parse_duration;
+
+use crate::spec::{parse_count, parse_rate, LimitSpec, WindowSpec};
 use crate::trace::Format;
 use crate::variant::Variant;
 

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 use slidelimit::Limit;
+use slidelimit_trace::duration::format as format_duration;
 
 use crate::cli::ReplayArgs;
 use crate::decide::{self, Counts, Decider, Governor, Ours, Outcome};
 use crate::outcome::{Done, Failure};
 use crate::progress::Progress;
-use crate::spec::{format_duration, WindowSpec};
+use crate::spec::WindowSpec;
 use crate::table::{percent, Table};
 use crate::trace::{self, LineError, LineFault, ReadError, Request};
 use crate::variant::{build, WindowName};

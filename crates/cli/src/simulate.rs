@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use slidelimit::Limit;
 use slidelimit_trace::audit::RunningPeak;
+use slidelimit_trace::duration::format as format_duration;
 use slidelimit_trace::rng::SplitMix64;
 use slidelimit_trace::zipf::Zipf;
 
@@ -20,7 +21,7 @@ use crate::cli::SimulateArgs;
 use crate::outcome::{Done, Failure};
 use crate::progress::Progress;
 use crate::replay::to_json;
-use crate::spec::{format_duration, WindowSpec};
+use crate::spec::WindowSpec;
 use crate::table::{percent, Table};
 use crate::variant::{build, DynLimiter, WindowName};
 

@@ -1,10 +1,11 @@
 //! Traces of requests and admissions for slidelimit's tools and tests: generate them (a
 //! seeded generator and a Zipf sampler), and audit them against the window bound, never more
-//! than `N` admitted per key in any window of `W` ticks.
+//! than `N` admitted per key in any window of `W` ticks; with the one duration grammar
+//! (`1500ms`) that every command and tool reads.
 //!
 //! ```
 //! use slidelimit_trace::audit::Audit;
-//! use crate::rng::SplitMix64;
+//! use slidelimit_trace::rng::SplitMix64;
 //!
 //! // A key's admissions, (tick, weight), as a limiter of 3 per 10 ticks might have made them.
 //! let mut rng = SplitMix64::new(7);
@@ -33,6 +34,7 @@
 //! `governor`) is the only heavy one and is optional, for the CLI and the benchmarks.
 
 pub mod audit;
+pub mod duration;
 #[cfg(feature = "governor")]
 pub mod governor;
 pub mod rng;
