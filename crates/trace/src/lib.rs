@@ -1,7 +1,7 @@
 //! Traces of requests and admissions for slidelimit's tools and tests: generate them (a
-//! seeded generator and a Zipf sampler), and audit them against the window bound, never more
-//! than `N` admitted per key in any window of `W` ticks; with the one duration grammar
-//! (`1500ms`) that every command and tool reads.
+//! seeded generator and a Zipf sampler), read them (CSV or JSON lines, feature `read`), and
+//! audit them against the window bound, never more than `N` admitted per key in any window of
+//! `W` ticks; with the one duration grammar (`1500ms`) that every command and tool reads.
 //!
 //! ```
 //! use slidelimit_trace::audit::Audit;
@@ -30,12 +30,15 @@
 //!
 //! # Implementation
 //! This crate does not depend on the limiters (`slidelimit`), so the core crate's own tests
-//! can use it. Its one dependency is `thiserror`; the governor peer ([`governor`], feature
-//! `governor`) is the only heavy one and is optional, for the CLI and the benchmarks.
+//! can use it. Its one dependency is `thiserror`; the others are optional: the governor peer
+//! (`governor`, feature `governor`) and the trace reader (`read`, feature `read`: `serde` and
+//! `serde_json`), for the CLI and the benchmarks.
 
 pub mod audit;
 pub mod duration;
 #[cfg(feature = "governor")]
 pub mod governor;
+#[cfg(feature = "read")]
+pub mod read;
 pub mod rng;
 pub mod zipf;
