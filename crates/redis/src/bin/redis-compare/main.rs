@@ -3,12 +3,15 @@
 //! fixed-window INCR + PEXPIRE, at 1, 2, 4 and 8 client threads on one hot key, on a
 //! `redis-server` of its own. Per cell: decisions per second, latency p50/p99/p99.9, round
 //! trips per decision, admissions against the limit's capacity, over-admissions found by the
-//! window audit (`slidelimit_trace::audit`), and Redis memory for the key. Writes `results/redis/compare.md` and
-//! `compare.json`.
+//! window audit (`slidelimit_trace::audit`), and Redis memory for the key. Writes
+//! `results/redis/compare.md` and `compare.json`.
 //!
 //! ```text
-//! cargo run --release -p slidelimit-redis --features compare --bin redis-compare [-- --rounds 5 --seconds 0.6]
+//! cargo run --release -p slidelimit-redis --features compare --bin redis-compare [-- --rounds 5 --duration 600ms]
 //! ```
+//!
+//! `--duration` is the time per cell and round, in the grammar of every command and tool
+//! (`[COUNT]UNIT`: `600ms`, `2s`; `slidelimit_trace::duration`).
 
 mod server;
 
@@ -19,6 +22,7 @@ use std::time::{Duration, Instant};
 use slidelimit::{Clock, Limit};
 use slidelimit_redis::{LeasedLimiter, Options, RedisLimiter, UnixMicros};
 use slidelimit_trace::audit::Audit;
+use slidelimit_trace::duration;
 
 use server::Server;
 
@@ -401,15 +405,23 @@ fn command_output(program: &str, args: &[&str]) -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let flag = |name: &str, default: f64| -> f64 {
+    let flag = |name: &str| {
         args.iter()
             .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
+            .map(|i| args.get(i + 1).map_or("", String::as_str))
     };
-    let rounds = flag("--rounds", 5.0) as usize;
-    let seconds = flag("--seconds", 0.6);
+    let usage = |message: String| -> ! {
+        eprintln!("redis-compare: {message} (usage: --rounds N --duration DURATION)");
+        std::process::exit(2);
+    };
+    let rounds = flag("--rounds").map_or(5, |v| match v.parse::<usize>() {
+        Ok(n) if n > 0 => n,
+        _ => usage(format!("--rounds `{v}` is not a whole number above 0")),
+    });
+    let seconds = flag("--duration")
+        .map_or(Ok(Duration::from_millis(600)), duration::parse)
+        .unwrap_or_else(|err| usage(format!("--duration: {err}")))
+        .as_secs_f64();
     let server = match Server::start() {
         Ok(server) => server,
         Err(err) => {
