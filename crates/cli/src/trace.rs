@@ -2,7 +2,6 @@
 //! left out, whether malformed (the reader's faults) or one a limiter could not take (its
 //! weight), each by its number.
 
-use std::fmt;
 use std::io::BufRead;
 
 use slidelimit::WeightError;
@@ -54,28 +53,7 @@ const fn weight_hint(error: &WeightError) -> &'static str {
 }
 
 /// A line left out and where it is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LineFault {
-    /// The line's number, from 1.
-    pub line: usize,
-    /// Why it was left out.
-    pub error: LineError,
-}
-
-impl fmt::Display for LineFault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}: {}", self.line, self.error)
-    }
-}
-
-impl From<read::LineFault> for LineFault {
-    fn from(fault: read::LineFault) -> Self {
-        Self {
-            line: fault.line,
-            error: fault.error.into(),
-        }
-    }
-}
+pub type LineFault = read::LineFault<LineError>;
 
 /// A trace read into memory: its requests, and the lines left out, in file order.
 #[derive(Debug, Default)]
@@ -99,6 +77,10 @@ pub fn read(
     let trace = read::read(input, format.into(), keep_going, progress)?;
     Ok(Trace {
         requests: trace.requests,
-        faults: trace.faults.into_iter().map(LineFault::from).collect(),
+        faults: trace
+            .faults
+            .into_iter()
+            .map(|fault| fault.map(LineError::from))
+            .collect(),
     })
 }

@@ -65,16 +65,27 @@ pub enum LineError {
     Json(String),
 }
 
-/// A malformed line and where it is.
+/// A line left out and where it is: malformed ([`LineError`]), or, for a caller that goes on
+/// to decide the requests, whatever its own `E` says.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LineFault {
+pub struct LineFault<E = LineError> {
     /// The line's number, from 1.
     pub line: usize,
     /// What is wrong with it.
-    pub error: LineError,
+    pub error: E,
 }
 
-impl fmt::Display for LineFault {
+impl<E> LineFault<E> {
+    /// The same line with its error turned into another kind (a caller's wider error).
+    pub fn map<F>(self, f: impl FnOnce(E) -> F) -> LineFault<F> {
+        LineFault {
+            line: self.line,
+            error: f(self.error),
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for LineFault<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "line {}: {}", self.line, self.error)
     }
