@@ -5,9 +5,23 @@ cd "$(dirname "$0")/.."
 
 cargo fmt --all --check
 bash ci/layers.sh
+
+# The command line must not build the benchmark harness: its feature `bench` adds the runner
+# (and with it plotting, histograms, rayon and a counting allocator); the other commands do
+# without.
+forbidden='slidelimit-bench|plotters|hdrhistogram|criterion|rayon|stats_alloc'
+if cargo tree -p slidelimit-cli -e normal --locked --prefix none | grep -E "^($forbidden) "; then
+    echo "lint: slidelimit-cli depends on the crates above; only its feature 'bench' may" >&2
+    exit 1
+fi
+
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit-redis --features tokio --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit-redis --features cluster --all-targets --locked -- -D warnings
+cargo clippy -p slidelimit-redis --features compare --all-targets --locked -- -D warnings
+cargo clippy -p slidelimit-cli --features bench --all-targets --locked -- -D warnings
+cargo clippy -p slidelimit-trace --all-features --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit --features tokio --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 RUSTDOCFLAGS="-D warnings" cargo doc -p slidelimit --features tokio --no-deps --locked
+RUSTDOCFLAGS="-D warnings" cargo doc -p slidelimit-trace --all-features --no-deps --locked

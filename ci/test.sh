@@ -9,6 +9,8 @@ bash ci/redis.sh
 
 start=$(date +%s)
 cargo test --workspace --locked
+# `slidelimit bench`, the comparison runner behind the CLI's feature `bench`.
+cargo test -p slidelimit-cli --features bench --locked --test it -- bench
 # The core's waiting (feature `tokio`): its unit, integration (paused clock) and doc tests.
 cargo test -p slidelimit --features tokio --locked -- wait
 # The Redis crate's async limiter, behind its `tokio` feature.

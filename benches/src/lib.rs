@@ -16,7 +16,8 @@
 //! driver builds its threads before the timed region and releases them with a barrier.
 //!
 //! # Implementation
-//! [`workload`] defines the matrix and its key streams ([`zipf`] samples the heavy tail);
+//! [`workload`] defines the matrix and its key streams (`slidelimit_trace`'s Zipf sampler
+//! draws the heavy tail);
 //! [`target`] is the one trait the driver calls, implemented for every
 //! [`slidelimit::RateLimiter`] and for the peers ([`deque_baseline`], [`peers`]) and the machine
 //! floor ([`floor`]); [`variants`] is the registry; [`drive`] runs one cell. [`pool_cells`]
@@ -31,12 +32,10 @@ pub mod peers;
 pub mod plot;
 pub mod pool_cells;
 pub mod provenance;
-pub mod rng;
 pub mod runner;
 pub mod target;
 pub mod variants;
 pub mod workload;
-pub mod zipf;
 
 /// Re-exported for [`counting_allocator!`]: host binaries need no `stats_alloc` dependency.
 #[doc(hidden)]

@@ -12,7 +12,7 @@ use slidelimit_rwlock::RwLockLimiter;
 use crate::clock::BenchClock;
 use crate::deque_baseline::DequeLimiter;
 use crate::floor::Floor;
-use crate::peers::{GovernorDirect, GovernorKeyed};
+use crate::peers;
 use crate::target::{Ours, Target};
 use crate::workload::{Mix, Workload};
 
@@ -208,7 +208,7 @@ pub fn for_each(visitor: &mut impl Visitor) {
             about: "governor's keyed limiter, default DashMap store (GCRA, not a sliding window)",
             supports: consuming_only,
         },
-        &|cx| GovernorKeyed::new(cx.workload, cx.clock),
+        &|cx| peers::keyed(cx.workload, cx.clock),
     );
     visitor.visit(
         &Meta {
@@ -218,7 +218,7 @@ pub fn for_each(visitor: &mut impl Visitor) {
             about: "governor's direct (unkeyed) limiter: a per-call cost reference, hot key only",
             supports: hot_consuming_only,
         },
-        &|cx| GovernorDirect::new(cx.workload, cx.clock),
+        &|cx| peers::direct(cx.workload, cx.clock),
     );
     visitor.visit(
         &Meta {

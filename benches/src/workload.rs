@@ -6,8 +6,8 @@
 use slidelimit::Limit;
 
 use crate::clock::{BenchClock, OPS_PER_TICK, TICK_NS};
-use crate::rng::{mix64, SplitMix64};
-use crate::zipf::Zipf;
+use slidelimit_trace::rng::{mix64, SplitMix64};
+use slidelimit_trace::zipf::Zipf;
 
 /// Which keys the calls use.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -316,7 +316,8 @@ impl KeyStream {
     /// `len` (a power of two) keys drawn from `keys`, reproducibly from `seed`.
     ///
     /// # Panics
-    /// If `len` is not a power of two.
+    /// If `len` is not a power of two, or a Zipf law has no keys or an exponent that is not
+    /// positive and finite (the matrix defines its own, valid ones).
     #[must_use]
     pub fn generate(keys: Keys, len: usize, seed: u64) -> Self {
         assert!(
@@ -328,7 +329,7 @@ impl KeyStream {
             Keys::Hot => vec![0; len].into_boxed_slice(),
             Keys::Uniform { keys } => (0..len).map(|_| rng.below(keys)).collect(),
             Keys::Zipf { keys, exponent } => {
-                let zipf = Zipf::new(keys, exponent);
+                let zipf = Zipf::new(keys, exponent).expect("a valid Zipf law in the matrix");
                 (0..len).map(|_| zipf.sample(&mut rng) - 1).collect()
             }
         };

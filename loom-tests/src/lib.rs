@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use slidelimit::raw::AtomicRing;
+use slidelimit_trace::audit::Audit;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
@@ -103,22 +104,15 @@ pub fn is_live(hit_tick: u64, now: u64) -> bool {
 }
 
 /// The window oracle: no interval `(x - W, x]` holds more than `max_requests` of the
-/// `admitted` ticks (every `check_and_hit` that returned true, prefix included).
+/// `admitted` ticks (every `check_and_hit` that returned true, prefix included), by the
+/// workspace's one window audit.
 ///
 /// # Panics
 /// `window oracle:` when some interval holds more.
 pub fn assert_window_safe(admitted: &[u64], max_requests: usize) {
-    // The fullest interval can be taken to start just below an admitted tick.
-    for &first in admitted {
-        let inside = admitted
-            .iter()
-            .filter(|&&t| first <= t && t < first + WINDOW_TICKS)
-            .count();
-        assert!(
-            inside <= max_requests,
-            "window oracle: {inside} admitted in [{first}, {}) with max_requests {max_requests}; admitted {admitted:?}",
-            first + WINDOW_TICKS
-        );
+    let audit = Audit::new(max_requests as u64, WINDOW_TICKS).expect("a window of 10 ticks");
+    if let Err(over) = audit.key(admitted.iter().map(|&tick| (tick, 1))).check() {
+        panic!("window oracle: {over}; admitted {admitted:?}");
     }
 }
 

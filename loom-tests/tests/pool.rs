@@ -33,6 +33,7 @@ use loom::sync::Arc;
 use loom::thread;
 use slidelimit::pool::{AtomicLedger, PoolGeometry, PoolMode, Refusal, UseLedger};
 use slidelimit_loom::{check, WINDOW_TICKS};
+use slidelimit_trace::audit::Audit;
 
 /// The cooldown of every model: the window of the oracle.
 const COOLDOWN: u64 = WINDOW_TICKS;
@@ -80,24 +81,16 @@ impl Outcome {
 }
 
 /// The window oracle per key name over `(now, seq)` of every use handed out, in any order
-/// of `now`: no name has more than `uses_per_key` uses in an interval of `COOLDOWN` ticks.
+/// of `now`: no name has more than `uses_per_key` uses in an interval of `COOLDOWN` ticks, by
+/// the workspace's one window audit.
 ///
 /// # Panics
 /// `window oracle:` when some interval holds more.
 fn assert_window_safe(granted: &[(u64, u64)], keys: u64, uses_per_key: u64) {
-    // The fullest interval can be taken to start at one of the name's own uses.
-    for &(first, seq) in granted {
-        let name = seq % keys;
-        let inside = granted
-            .iter()
-            .filter(|&&(t, s)| s % keys == name && first <= t && t < first + COOLDOWN)
-            .count() as u64;
-        assert!(
-            inside <= uses_per_key,
-            "window oracle: key {name} handed out {inside} times in [{first}, {}) with \
-             {uses_per_key} uses per key; granted (now, seq) {granted:?}",
-            first + COOLDOWN
-        );
+    let audit = Audit::new(uses_per_key, COOLDOWN).expect("a cooldown of at least one tick");
+    let names = granted.iter().map(|&(now, seq)| (seq % keys, now, 1));
+    if let Err(over) = audit.keys(names).check() {
+        panic!("window oracle: {over}; granted (now, seq) {granted:?}");
     }
 }
 

@@ -34,8 +34,8 @@ use slidelimit::raw::{Algorithm, SequentialWindow};
 use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RollingBuckets};
 use slidelimit_bench::plot::{self, Line, Panel, PALETTE};
 use slidelimit_bench::provenance::Facts;
-use slidelimit_bench::rng::SplitMix64;
-use slidelimit_bench::zipf::Zipf;
+use slidelimit_trace::rng::SplitMix64;
+use slidelimit_trace::zipf::Zipf;
 
 /// Ticks are milliseconds: 100 requests per minute per key.
 const MAX_REQUESTS: u64 = 100;
@@ -87,7 +87,7 @@ fn traces(scale: f64) -> Vec<(&'static str, &'static str, Trace)> {
     ));
 
     // Zipf keys: 2,000 keys drawn Zipf(s = 1.1); the hottest ones far over the limit.
-    let zipf = Zipf::new(2_000, 1.1);
+    let zipf = Zipf::new(2_000, 1.1).expect("2,000 ranks at exponent 1.1 are a Zipf law");
     let n = (150_000.0 * scale) as u64;
     let mut trace: Trace = (0..n)
         .map(|_| (zipf.sample(&mut rng), rng.below(duration)))

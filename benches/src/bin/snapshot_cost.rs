@@ -22,8 +22,8 @@ use slidelimit::{
     Snapshot,
 };
 use slidelimit_bench::provenance;
-use slidelimit_bench::rng::mix64;
 use slidelimit_mutex::MutexLimiter;
+use slidelimit_trace::rng::mix64;
 
 const WINDOW_MS: u64 = 60_000;
 const HITS_PER_KEY: u64 = 5;

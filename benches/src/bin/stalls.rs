@@ -20,10 +20,10 @@ use std::time::Instant;
 
 use slidelimit::{Limit, LockFreeLimiter, RateLimiter};
 use slidelimit_bench::provenance;
-use slidelimit_bench::rng::mix64;
 use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;
 use slidelimit_rwlock::RwLockLimiter;
+use slidelimit_trace::rng::mix64;
 
 /// The stall issue's targets, for the lock-free and per-key-lock variants: the worst single
 /// call and the 99.99th percentile, nanoseconds.

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use slidelimit_trace::duration;
 
 /// What the runner was asked to do.
 #[derive(Clone, Debug)]
@@ -48,8 +49,9 @@ pub const LONG_TRIALS: usize = 3;
     args_override_self = true
 )]
 pub struct Flags {
-    /// Measured time per cell and trial, e.g. 700ms, 2s [default: 700ms]
-    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    /// Measured time per cell and trial, [COUNT]UNIT as in the `slidelimit` command (ns, us,
+    /// ms, s, m, h, d), e.g. 700ms, 2s [default: 700ms]
+    #[arg(long, value_name = "TIME", value_parser = duration::parse)]
     duration: Option<Duration>,
     /// Run each cell N times, report the median-throughput trial [default: 1]
     #[arg(long, value_name = "N")]
@@ -132,23 +134,6 @@ fn parse_threads(list: &str) -> Result<Vec<usize>, String> {
     Ok(threads)
 }
 
-/// `700ms`, `2s`, `1.5s`, or a bare number of milliseconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let bad = || format!("bad duration {text:?} (try 700ms or 2s)");
-    let (number, scale) = if let Some(ms) = text.strip_suffix("ms") {
-        (ms, 1e-3)
-    } else if let Some(s) = text.strip_suffix('s') {
-        (s, 1.0)
-    } else {
-        (text, 1e-3)
-    };
-    let value: f64 = number.trim().parse().map_err(|_| bad())?;
-    if !(value.is_finite() && value > 0.0) {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs_f64(value * scale))
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -192,7 +177,7 @@ mod tests {
         assert_eq!((a.duration, a.trials), (Duration::from_secs(2), 3));
         let a = args(&["--long", "--duration", "300ms"]).unwrap();
         assert_eq!((a.duration, a.trials), (Duration::from_millis(300), 3));
-        let a = args(&["--threads", "1", "--threads", "2,4", "--duration", "5"]).unwrap();
+        let a = args(&["--threads", "1", "--threads", "2,4", "--duration", "5ms"]).unwrap();
         assert_eq!(
             (a.threads, a.duration),
             (vec![2, 4], Duration::from_millis(5))
@@ -206,6 +191,8 @@ mod tests {
             &["--threads", ","],
             &["--duration", "fast"],
             &["--duration", "0s"],
+            &["--duration", "1.5s"],
+            &["--duration", "5"],
             &["--trials", "0"],
             &["--bogus"],
             &["--out"],

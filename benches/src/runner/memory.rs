@@ -24,11 +24,11 @@ use std::time::Instant;
 
 use crate::clock::BenchClock;
 use crate::drive;
-use crate::rng::mix64;
 use crate::target::Target;
 use crate::variants::{self, Context, Family, Meta, Visitor};
 use crate::workload::{self, KeyStream, Mix, Workload};
 use serde::{Deserialize, Serialize};
+use slidelimit_trace::rng::mix64;
 use stats_alloc::INSTRUMENTED_SYSTEM;
 
 use super::args::Args;

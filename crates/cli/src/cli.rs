@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::spec::{parse_count, parse_duration, parse_rate, LimitSpec, WindowSpec};
+use slidelimit_trace::duration::parse as parse_duration;
+
+use crate::spec::{parse_count, parse_rate, LimitSpec, WindowSpec};
 use crate::trace::Format;
 use crate::variant::Variant;
 
@@ -72,8 +74,33 @@ pub enum Command {
     /// Run the comparison benchmark of every variant and peer (`slidelimit bench --help`
     /// lists its flags; build with --release for figures worth reading).
     #[command(disable_help_flag = true)]
+    #[cfg_attr(not(feature = "bench"), command(about = BENCH_MISSING_ABOUT))]
     Bench(BenchArgs),
 }
+
+/// How to get a build with `slidelimit bench`, as a macro for `concat!`.
+#[cfg(not(feature = "bench"))]
+macro_rules! install_bench {
+    () => {
+        "install with `cargo install --path crates/cli --features bench`"
+    };
+}
+
+/// `bench`'s line in the help of a build without the runner.
+#[cfg(not(feature = "bench"))]
+const BENCH_MISSING_ABOUT: &str = concat!(
+    "Not in this build: the comparison benchmark (cargo feature `bench`; ",
+    install_bench!(),
+    ")"
+);
+
+/// The usage error of `slidelimit bench` in a build without the runner.
+#[cfg(not(feature = "bench"))]
+pub const BENCH_MISSING: &str = concat!(
+    "`slidelimit bench` is not in this build (it needs the cargo feature `bench`): ",
+    install_bench!(),
+    ", or run `cargo run --release -p slidelimit-bench`"
+);
 
 /// `slidelimit bench`: every argument goes to the comparison runner, `--help` included.
 #[derive(Debug, Args)]

@@ -10,12 +10,9 @@ use std::time::Duration;
 use governor::clock::FakeRelativeClock;
 use serde::Serialize;
 use slidelimit::{Limit, WeightError};
-use slidelimit_bench::clock::BenchClock;
-use slidelimit_bench::peers::GovernorKeyed;
-use slidelimit_bench::target::Target;
-use slidelimit_bench::workload::{ClockKind, Keys, Mix, Workload};
+use slidelimit_trace::governor::{quota, GovernorKeyed, QuotaError};
 
-use crate::peak::peak;
+use crate::audit::audit;
 use crate::progress::Progress;
 use crate::trace::{LineError, LineFault, Request};
 use crate::variant::DynLimiter;
@@ -59,20 +56,6 @@ impl Decider for Ours {
     }
 }
 
-/// Why governor cannot stand in for a limit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum GovernorError {
-    /// GCRA needs a replenishment period of at least a nanosecond per request, and a burst
-    /// that fits in a `u32`.
-    #[error("governor cannot express {max_requests} requests per {window_ns} ns (it needs a window of at least 1 ns per request and at most u32::MAX requests)")]
-    Unexpressible {
-        /// The limit's requests per window.
-        max_requests: u64,
-        /// The window in nanoseconds.
-        window_ns: u64,
-    },
-}
-
 /// governor's keyed GCRA limiter (the benchmarks' adapter), with the quota closest to the
 /// limit (a burst of `N`, one cell back every `W / N`), on a fake clock moved to each
 /// request's tick. The clock never goes back: an out-of-order request is decided at the
@@ -89,35 +72,15 @@ impl Governor {
     /// governor for `limit`, whose ticks last `tick`.
     ///
     /// # Errors
-    /// [`GovernorError::Unexpressible`] when GCRA cannot be given this limit.
-    pub fn new(limit: Limit, tick: Duration) -> Result<Self, GovernorError> {
+    /// [`QuotaError::Unexpressible`] when GCRA cannot be given this limit.
+    pub fn new(limit: Limit, tick: Duration) -> Result<Self, QuotaError> {
         let tick_ns = u64::try_from(tick.as_nanos()).unwrap_or(u64::MAX);
-        let max_requests = limit.max_requests();
         let window_ns = limit.window_ticks().saturating_mul(tick_ns);
-        if window_ns / max_requests == 0 || u32::try_from(max_requests).is_err() {
-            return Err(GovernorError::Unexpressible {
-                max_requests,
-                window_ns,
-            });
-        }
-        let workload = Workload {
-            name: "replay",
-            about: "a replayed trace",
-            keys: Keys::Uniform { keys: 1 },
-            max_requests,
-            window_ns,
-            mix: Mix::CheckAndHit,
-            clock: ClockKind::Fake,
-            floor: false,
-            worst_call: false,
-        };
-        let clock = BenchClock::fake();
-        let BenchClock::Fake(fake) = &clock else {
-            unreachable!("BenchClock::fake is the fake clock")
-        };
+        let quota = quota(limit.max_requests(), window_ns)?;
+        let clock = FakeRelativeClock::default();
         Ok(Self {
-            limiter: GovernorKeyed::new(&workload, &clock),
-            clock: fake.clone(),
+            limiter: GovernorKeyed::on_fake_clock(quota, &clock),
+            clock,
             now_ns: 0,
             tick_ns,
             ids: HashMap::new(),
@@ -146,7 +109,7 @@ impl Decider for Governor {
         }
         let next = self.ids.len() as u64;
         let id = *self.ids.entry(request.key.clone()).or_insert(next);
-        Ok(self.limiter.check_and_hit(id, at_ns))
+        Ok(self.limiter.check_key(id))
     }
 }
 
@@ -192,7 +155,7 @@ pub struct Outcome {
 pub fn run(
     decider: &mut dyn Decider,
     requests: &[Request],
-    window_ticks: u64,
+    limit: Limit,
     keep_going: bool,
     allow_progress: bool,
 ) -> Result<Outcome, LineFault> {
@@ -223,7 +186,7 @@ pub fn run(
         progress.inc(1);
     }
     progress.finish();
-    let (per_key, total) = tally(requests, &decisions, window_ticks);
+    let (per_key, total) = tally(requests, &decisions, limit);
     Ok(Outcome {
         label,
         sliding_window: decider.sliding_window(),
@@ -238,10 +201,10 @@ pub fn run(
 fn tally(
     requests: &[Request],
     decisions: &[Option<bool>],
-    window_ticks: u64,
+    limit: Limit,
 ) -> (HashMap<String, Counts>, Counts) {
     let mut per_key: HashMap<String, Counts> = HashMap::new();
-    let mut admitted_hits: HashMap<&str, Vec<(u64, u64)>> = HashMap::new();
+    let mut admitted_hits = Vec::new();
     let mut total = Counts::default();
     for (request, decision) in requests.iter().zip(decisions) {
         let Some(admitted) = *decision else { continue };
@@ -257,19 +220,16 @@ fn tally(
             }
         }
         if admitted {
-            admitted_hits
-                .entry(&request.key)
-                .or_default()
-                .push((request.timestamp, request.weight));
+            admitted_hits.push((request.key.as_str(), request.timestamp, request.weight));
         }
     }
-    for (key, mut hits) in admitted_hits {
-        let key_peak = peak(&mut hits, window_ticks);
-        if let Some(counts) = per_key.get_mut(key) {
-            counts.peak = key_peak;
+    let report = audit(limit).keys(admitted_hits);
+    for (key, audited) in report.per_key() {
+        if let Some(counts) = per_key.get_mut(*key) {
+            counts.peak = audited.peak();
         }
-        total.peak = total.peak.max(key_peak);
     }
+    total.peak = report.peak();
     (per_key, total)
 }
 
@@ -311,7 +271,14 @@ mod tests {
             (3, "b", 1),
         ]);
         let limit = Limit::new(2, 10).unwrap();
-        let outcome = run(&mut ours(WindowSpec::Exact, limit), &reqs, 10, false, false).unwrap();
+        let outcome = run(
+            &mut ours(WindowSpec::Exact, limit),
+            &reqs,
+            limit,
+            false,
+            false,
+        )
+        .unwrap();
         let got: Vec<_> = outcome.decisions.iter().map(|d| d.unwrap()).collect();
         assert_eq!(got, [true, true, false, true, true, true]);
         assert_eq!(outcome.per_key["a"].admitted, 4);
@@ -332,20 +299,34 @@ mod tests {
     fn a_weight_the_exact_log_cannot_take_is_a_fault_on_its_line() {
         let reqs = requests(&[(0, "a", 1), (1, "a", 3), (2, "a", 1)]);
         let limit = Limit::new(5, 10).unwrap();
-        let fault = run(&mut ours(WindowSpec::Exact, limit), &reqs, 10, false, false).unwrap_err();
+        let fault = run(
+            &mut ours(WindowSpec::Exact, limit),
+            &reqs,
+            limit,
+            false,
+            false,
+        )
+        .unwrap_err();
         assert_eq!(fault.line, 2);
         assert_eq!(
             fault.error,
             LineError::Weight(WeightError::Unsupported { n: 3 })
         );
-        let outcome = run(&mut ours(WindowSpec::Exact, limit), &reqs, 10, true, false).unwrap();
+        let outcome = run(
+            &mut ours(WindowSpec::Exact, limit),
+            &reqs,
+            limit,
+            true,
+            false,
+        )
+        .unwrap();
         assert_eq!(outcome.decisions, [Some(true), None, Some(true)]);
         assert_eq!(outcome.faults.len(), 1);
         assert_eq!(outcome.total.requests, 2);
         let outcome = run(
             &mut ours(WindowSpec::Buckets(5), limit),
             &reqs,
-            10,
+            limit,
             false,
             false,
         )
@@ -366,13 +347,13 @@ mod tests {
             (6, "a", 1),
             (6, "b", 1),
         ]);
-        let outcome = run(&mut governor, &reqs, 10, false, false).unwrap();
+        let outcome = run(&mut governor, &reqs, limit, false, false).unwrap();
         let got: Vec<_> = outcome.decisions.iter().map(|d| d.unwrap()).collect();
         assert_eq!(got, [true, true, false, true, false, true]);
         assert!(!outcome.sliding_window);
         assert_eq!(
             Governor::new(Limit::new(20, 10).unwrap(), Duration::from_nanos(1)).err(),
-            Some(GovernorError::Unexpressible {
+            Some(QuotaError::Unexpressible {
                 max_requests: 20,
                 window_ns: 10
             })

@@ -1,17 +1,18 @@
 //! `slidelimit`, the command line of the slidelimit rate limiters: replay a trace through any
 //! limiter variant and window (`replay`, with `--compare` against rolling buckets and
 //! governor), simulate a workload against candidate limits (`simulate`), and run the
-//! comparison benchmark (`bench`, the runner of `slidelimit-bench`).
+//! comparison benchmark (`bench`, the runner of `slidelimit-bench`, only with the cargo
+//! feature `bench`: without it the other commands build and run without the benchmarks).
 //!
 //! Every command is written once over the `RateLimiter` trait: the variant and window are
 //! chosen when the limiter is built (`variant.rs`), and nothing after depends on which.
 //! Reports go to stdout, errors and progress bars to stderr; the exit codes are in
 //! `outcome.rs` and in `--help`.
 
+mod audit;
 mod cli;
 mod decide;
 mod outcome;
-mod peak;
 mod progress;
 mod replay;
 mod simulate;
@@ -28,18 +29,20 @@ use clap::{CommandFactory as _, Parser as _};
 use crate::cli::{Cli, Command};
 use crate::outcome::{Done, Failure};
 
-// The runner's heap-per-key figures read this allocator (two atomic adds per allocation;
-// the commands' reports do not notice).
+// The runner's heap-per-key figures read this allocator (two atomic adds per allocation);
+// only a build with the runner pays for it.
+#[cfg(feature = "bench")]
 slidelimit_bench::counting_allocator!();
 
 /// How many skipped lines are listed on stderr before the rest are only counted.
 const LISTED_FAULTS: usize = 20;
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().collect();
     // The benchmark measures memory in children started as this executable with the runner's
     // own flag: serve them before anything reads the command line as ours.
-    if let Some(code) = slidelimit_bench::runner::child_entry(&argv) {
+    #[cfg(feature = "bench")]
+    if let Some(code) = slidelimit_bench::runner::child_entry(&std::env::args().collect::<Vec<_>>())
+    {
         return code;
     }
     let cli = Cli::parse();
@@ -47,7 +50,10 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Replay(args) => replay::run(args, allow_progress),
         Command::Simulate(args) => simulate::run(args, allow_progress),
+        #[cfg(feature = "bench")]
         Command::Bench(args) => return bench(&args.args),
+        #[cfg(not(feature = "bench"))]
+        Command::Bench(_) => Err(Failure::Usage(cli::BENCH_MISSING.to_owned())),
     };
     match result {
         Ok((report, done)) => {
@@ -96,6 +102,7 @@ fn main() -> ExitCode {
 /// `slidelimit bench ARGS...`: the comparison runner, as `cargo run -p slidelimit-bench -- ARGS`
 /// runs it (it warns about a debug build itself); its exit codes are the same as ours (0, 1
 /// for a failed run, 2 for bad flags).
+#[cfg(feature = "bench")]
 fn bench(args: &[String]) -> ExitCode {
     slidelimit_bench::runner::run_cli(
         std::iter::once("slidelimit bench".to_owned()).chain(args.iter().cloned()),

@@ -8,14 +8,17 @@ use std::time::Duration;
 
 use serde::Serialize;
 use slidelimit::Limit;
+use slidelimit_trace::duration::format as format_duration;
 
 use crate::cli::ReplayArgs;
 use crate::decide::{self, Counts, Decider, Governor, Ours, Outcome};
 use crate::outcome::{Done, Failure};
 use crate::progress::Progress;
-use crate::spec::{format_duration, WindowSpec};
+use crate::spec::WindowSpec;
 use crate::table::{percent, Table};
-use crate::trace::{self, LineError, LineFault, ReadError, Request};
+use slidelimit_trace::read::ReadError;
+
+use crate::trace::{self, LineError, LineFault, Request};
 use crate::variant::{build, WindowName};
 
 /// The rolling buckets' `B` under `--compare` when `--window` does not give one.
@@ -91,7 +94,7 @@ pub fn run(args: &ReplayArgs, allow_progress: bool) -> Result<(String, Done), Fa
         let outcome = decide::run(
             decider.as_mut(),
             &trace.requests,
-            limit.window_ticks(),
+            limit,
             args.keep_going,
             allow_progress,
         )
@@ -156,7 +159,10 @@ fn read_trace(args: &ReplayArgs, allow_progress: bool) -> Result<trace::Trace, F
         ReadError::Io(err) => {
             Failure::Input(format!("cannot read {}: {err}", args.trace.display()))
         }
-        err @ ReadError::Malformed(_) => Failure::Input(err.to_string()),
+        ReadError::Malformed(fault) => Failure::Input(format!(
+            "{fault} (use --keep-going to skip malformed lines)"
+        )),
+        other => Failure::Input(format!("cannot read {}: {other}", args.trace.display())),
     })
 }
 

@@ -11,15 +11,17 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 use slidelimit::Limit;
-use slidelimit_bench::rng::SplitMix64;
-use slidelimit_bench::zipf::Zipf;
+use slidelimit_trace::audit::RunningPeak;
+use slidelimit_trace::duration::format as format_duration;
+use slidelimit_trace::rng::SplitMix64;
+use slidelimit_trace::zipf::Zipf;
 
+use crate::audit::audit;
 use crate::cli::SimulateArgs;
 use crate::outcome::{Done, Failure};
-use crate::peak::RunningPeak;
 use crate::progress::Progress;
 use crate::replay::to_json;
-use crate::spec::{format_duration, WindowSpec};
+use crate::spec::WindowSpec;
 use crate::table::{percent, Table};
 use crate::variant::{build, DynLimiter, WindowName};
 
@@ -38,11 +40,22 @@ struct Workload {
 }
 
 impl Workload {
-    fn new(args: &SimulateArgs) -> Self {
+    /// The workload `args` ask for.
+    ///
+    /// # Errors
+    /// [`Failure::Usage`] when `--keys` and `--zipf` make no Zipf law.
+    fn new(args: &SimulateArgs) -> Result<Self, Failure> {
         let tick_secs = args.tick.as_secs_f64();
-        Self {
+        let zipf = if args.zipf > 0.0 {
+            Some(Zipf::new(args.keys, args.zipf).map_err(|err| {
+                Failure::Usage(format!("--keys {} --zipf {}: {err}", args.keys, args.zipf))
+            })?)
+        } else {
+            None
+        };
+        Ok(Self {
             rng: SplitMix64::new(args.seed),
-            zipf: (args.zipf > 0.0).then(|| Zipf::new(args.keys, args.zipf)),
+            zipf,
             keys: args.keys,
             burst: args.burst,
             bursts_per_tick: args.rate / args.burst as f64 * tick_secs,
@@ -50,7 +63,7 @@ impl Workload {
             now: 0.0,
             left_in_burst: 0,
             current: (0, 0),
-        }
+        })
     }
 }
 
@@ -221,6 +234,7 @@ fn run_limit(
     allow_progress: bool,
 ) -> Result<(Vec<Row>, Summary), Failure> {
     let window_ticks = limit.window_ticks();
+    let audit = audit(limit);
     let mut runs: Vec<Run> = Vec::new();
     for &window in windows {
         let limiter = build(args.variant, window, limit)
@@ -246,10 +260,13 @@ fn run_limit(
         "requests",
         allow_progress,
     );
-    for (now, rank) in Workload::new(args) {
+    for (now, rank) in Workload::new(args)? {
         requests += 1;
         *requests_by_key.entry(rank).or_default() += 1;
-        offered.entry(rank).or_default().push(now, 1, window_ticks);
+        offered
+            .entry(rank)
+            .or_insert_with(|| audit.running())
+            .push(now, 1);
         let key = names.entry(rank).or_insert_with(|| key_name(rank));
         let mut exact_admitted = false;
         for (i, run) in runs.iter_mut().enumerate() {
@@ -265,8 +282,8 @@ fn run_limit(
                 run.admitted += 1;
                 run.peaks
                     .entry(rank)
-                    .or_default()
-                    .push(now, 1, window_ticks);
+                    .or_insert_with(|| audit.running())
+                    .push(now, 1);
             } else {
                 run.refused += 1;
                 *run.refused_by_key.entry(rank).or_default() += 1;
@@ -276,10 +293,10 @@ fn run_limit(
     }
     progress.finish();
 
-    let offered_peak = offered.values().map(RunningPeak::get).max().unwrap_or(0);
+    let offered_peak = offered.values().map(RunningPeak::peak).max().unwrap_or(0);
     let mut rows = Vec::new();
     for run in &runs {
-        let peak = run.peaks.values().map(RunningPeak::get).max().unwrap_or(0);
+        let peak = run.peaks.values().map(RunningPeak::peak).max().unwrap_or(0);
         if peak > limit.max_requests() {
             return Err(Failure::Bug(format!(
                 "{} with {} admitted {peak} in one window, above the limit's {}",
@@ -405,7 +422,7 @@ mod tests {
         let args = args(
             "slidelimit simulate --rate 1000/s --burst 4 --keys 50 --duration 20s --limit 1/s",
         );
-        let requests: Vec<_> = Workload::new(&args).collect();
+        let requests: Vec<_> = Workload::new(&args).unwrap().collect();
         // 20,000 expected; a Poisson count of 5,000 bursts has a standard deviation of ~71.
         assert!(
             (19_000..21_000).contains(&requests.len()),
@@ -428,7 +445,7 @@ mod tests {
         let args =
             args("slidelimit simulate --rate 1000/s --keys 4 --zipf 0 --duration 10s --limit 1/s");
         let mut counts = [0u32; 5];
-        for (_, rank) in Workload::new(&args) {
+        for (_, rank) in Workload::new(&args).unwrap() {
             counts[rank as usize] += 1;
         }
         assert_eq!(counts[0], 0);

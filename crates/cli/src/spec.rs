@@ -4,7 +4,8 @@
 //!
 //! Grammar (spaces are not allowed inside a value):
 //! - duration: `[COUNT]UNIT`, `COUNT` a whole number (1 if left out), `UNIT` one of `ns`, `us`,
-//!   `ms`, `s`, `m` (minutes), `h`, `d`. `1500ms`, `s`, `90s`, `2h`.
+//!   `ms`, `s`, `m` (minutes), `h`, `d`. `1500ms`, `s`, `90s`, `2h`. The grammar of every
+//!   command and tool, written once in `slidelimit_trace::duration`.
 //! - limit: `N/DURATION`, `N` a whole number of requests per window; or `R/s` with a decimal
 //!   `R` (a rate per second, read as the exact fraction `p` per `q` seconds by
 //!   `Limit::from_rate`: `2.5/s` is 5 per 2 s).
@@ -17,26 +18,15 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use slidelimit::{Limit, LimitError};
+use slidelimit_trace::duration::{self, DurationError};
 
 /// Why a value of the command line could not be read.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
-    /// The value was empty.
-    #[error("empty value")]
-    Empty,
-    /// A duration's number was not a whole number.
-    #[error("`{0}` is not a whole number (write 1500ms, not 1.5s)")]
-    NotWhole(String),
-    /// A duration's unit was missing or unknown.
-    #[error("unknown unit `{0}` (expected ns, us, ms, s, m, h or d)")]
-    Unit(String),
-    /// A duration of zero length.
-    #[error("a duration must be longer than zero")]
-    ZeroDuration,
-    /// A duration beyond what `Duration` holds.
-    #[error("duration `{0}` is too long")]
-    DurationOverflow(String),
+    /// A duration outside the grammar (`slidelimit_trace::duration`).
+    #[error(transparent)]
+    Duration(#[from] DurationError),
     /// A limit or rate without its `/`.
     #[error("`{0}` has no `/` (expected N/DURATION, such as 100/1s)")]
     NoSlash(String),
@@ -58,50 +48,6 @@ pub enum SpecError {
     /// A window that is neither `exact` nor `buckets:B`.
     #[error("unknown window `{0}` (expected exact or buckets:B, such as buckets:10)")]
     BadWindow(String),
-}
-
-/// Parses a duration: `[COUNT]UNIT` (see the module docs).
-///
-/// # Errors
-/// [`SpecError`] for an empty value, a fractional or missing number, an unknown unit, zero, or
-/// a duration that does not fit.
-pub fn parse_duration(text: &str) -> Result<Duration, SpecError> {
-    if text.is_empty() {
-        return Err(SpecError::Empty);
-    }
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| SpecError::Unit(String::new()))?;
-    let (digits, unit) = text.split_at(split);
-    if unit.starts_with('.') {
-        return Err(SpecError::NotWhole(text.to_owned()));
-    }
-    let count: u64 = if digits.is_empty() {
-        1
-    } else {
-        digits
-            .parse()
-            .map_err(|_| SpecError::DurationOverflow(text.to_owned()))?
-    };
-    let unit_nanos: u128 = match unit {
-        "ns" => 1,
-        "us" | "µs" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        "m" => 60_000_000_000,
-        "h" => 3_600_000_000_000,
-        "d" => 86_400_000_000_000,
-        other => return Err(SpecError::Unit(other.to_owned())),
-    };
-    if count == 0 {
-        return Err(SpecError::ZeroDuration);
-    }
-    let nanos = u128::from(count) * unit_nanos;
-    let secs = u64::try_from(nanos / 1_000_000_000)
-        .map_err(|_| SpecError::DurationOverflow(text.to_owned()))?;
-    // The remainder of a division by 10^9 fits in a u32.
-    let sub = (nanos % 1_000_000_000) as u32;
-    Ok(Duration::new(secs, sub))
 }
 
 /// A limit as typed: a count per period, turned into a [`Limit`] once the tick is known.
@@ -145,7 +91,7 @@ impl FromStr for LimitSpec {
         let (count, period) = text
             .split_once('/')
             .ok_or_else(|| SpecError::NoSlash(text.to_owned()))?;
-        let period = parse_duration(period)?;
+        let period = duration::parse(period)?;
         if let Ok(max_requests) = count.parse::<u64>() {
             return Ok(Self::Count {
                 max_requests,
@@ -171,7 +117,7 @@ impl fmt::Display for LimitSpec {
             Self::Count {
                 max_requests,
                 period,
-            } => write!(f, "{max_requests}/{}", format_duration(*period)),
+            } => write!(f, "{max_requests}/{}", duration::format(*period)),
             Self::Rate { per_second } => write!(f, "{per_second}/s"),
         }
     }
@@ -186,7 +132,7 @@ pub fn parse_rate(text: &str) -> Result<f64, SpecError> {
     let (count, period) = text
         .split_once('/')
         .ok_or_else(|| SpecError::NoSlash(text.to_owned()))?;
-    let period = parse_duration(period)?;
+    let period = duration::parse(period)?;
     let count: f64 = count
         .parse()
         .map_err(|_| SpecError::BadRate(count.to_owned()))?;
@@ -247,63 +193,9 @@ impl fmt::Display for WindowSpec {
     }
 }
 
-/// A duration in the largest unit that divides it: `1500ms`, `2h`, `90s`.
-#[must_use]
-pub fn format_duration(duration: Duration) -> String {
-    let nanos = duration.as_nanos();
-    const UNITS: [(u128, &str); 7] = [
-        (86_400_000_000_000, "d"),
-        (3_600_000_000_000, "h"),
-        (60_000_000_000, "m"),
-        (1_000_000_000, "s"),
-        (1_000_000, "ms"),
-        (1_000, "us"),
-        (1, "ns"),
-    ];
-    for (size, name) in UNITS {
-        if nanos >= size && nanos % size == 0 {
-            return format!("{}{name}", nanos / size);
-        }
-    }
-    "0s".to_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_in_every_unit() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("1s"), Ok(Duration::from_secs(1)));
-        assert_eq!(parse_duration("s"), Ok(Duration::from_secs(1)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
-        assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
-        assert_eq!(parse_duration("7ns"), Ok(Duration::from_nanos(7)));
-        assert_eq!(parse_duration("15us"), Ok(Duration::from_micros(15)));
-        assert_eq!(parse_duration("15µs"), Ok(Duration::from_micros(15)));
-    }
-
-    #[test]
-    fn bad_durations_are_typed() {
-        assert_eq!(parse_duration(""), Err(SpecError::Empty));
-        assert_eq!(
-            parse_duration("1.5s"),
-            Err(SpecError::NotWhole("1.5s".into()))
-        );
-        assert_eq!(parse_duration("10"), Err(SpecError::Unit(String::new())));
-        assert_eq!(parse_duration("10x"), Err(SpecError::Unit("x".into())));
-        assert_eq!(parse_duration("0ms"), Err(SpecError::ZeroDuration));
-        assert_eq!(
-            parse_duration("99999999999999999999s"),
-            Err(SpecError::DurationOverflow("99999999999999999999s".into()))
-        );
-        assert!(matches!(
-            parse_duration("18446744073709551615d"),
-            Err(SpecError::DurationOverflow(_))
-        ));
-    }
 
     #[test]
     fn limits_by_count_and_period() {
@@ -386,13 +278,5 @@ mod tests {
             Err(SpecError::BadWindow("buckets:".into()))
         );
         assert_eq!(WindowSpec::Buckets(12).to_string(), "buckets:12");
-    }
-
-    #[test]
-    fn durations_print_in_their_largest_unit() {
-        assert_eq!(format_duration(Duration::from_millis(1500)), "1500ms");
-        assert_eq!(format_duration(Duration::from_secs(7200)), "2h");
-        assert_eq!(format_duration(Duration::from_secs(90)), "90s");
-        assert_eq!(format_duration(Duration::from_nanos(1)), "1ns");
     }
 }

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use slidelimit::RateLimiter;
-use slidelimit_bench::rng::{mix64, SplitMix64};
+use slidelimit_trace::rng::{mix64, SplitMix64};
 
 use contenders::{build, Removal, ALL as CONTENDERS, KEYS};
 

@@ -12,7 +12,7 @@
 use std::hint::black_box;
 
 use slidelimit::RateLimiter;
-use slidelimit_bench::rng::mix64;
+use slidelimit_trace::rng::mix64;
 
 use crate::contenders::WINDOW_TICKS;
 

@@ -90,7 +90,7 @@ mod tests {
     use super::EagerModel;
     use crate::replay::replay;
     use slidelimit::pool::{PoolGeometry, PoolMode, SequentialLedger};
-    use slidelimit_bench::rng::SplitMix64;
+    use slidelimit_trace::rng::SplitMix64;
 
     /// Rounds of 1,000 requests, each round after every use has cooled: eager release gives
     /// the whole pool every round, whatever `k` (13 does not divide 500).

@@ -2,7 +2,7 @@
 //! sorted. Rates are given relative to the pool's capacity `L / T`.
 
 use serde::Serialize;
-use slidelimit_bench::rng::SplitMix64;
+use slidelimit_trace::rng::SplitMix64;
 
 /// One stream family; `generate` draws a trace of it from a seed.
 #[derive(Clone, Copy, Debug)]

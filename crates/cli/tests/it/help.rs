@@ -29,6 +29,7 @@ fn every_command_has_help_with_the_exit_codes() {
         .stdout(predicate::str::contains("Poisson"));
 }
 
+#[cfg(feature = "bench")]
 #[test]
 fn bench_forwards_its_arguments_to_the_comparison_runner() {
     slidelimit()
@@ -48,6 +49,30 @@ fn bench_forwards_its_arguments_to_the_comparison_runner() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--threads"));
+}
+
+#[cfg(not(feature = "bench"))]
+#[test]
+fn bench_without_its_feature_says_how_to_get_it() {
+    let install = "cargo install --path crates/cli --features bench";
+    slidelimit()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Not in this build"))
+        .stdout(predicate::str::contains(install));
+    for args in [
+        &["bench"][..],
+        &["bench", "--help"][..],
+        &["bench", "--list"][..],
+    ] {
+        slidelimit()
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("is not in this build"))
+            .stderr(predicate::str::contains(install));
+    }
 }
 
 #[test]

@@ -22,6 +22,8 @@ use slidelimit::{
 use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;
 use slidelimit_rwlock::RwLockLimiter;
+use slidelimit_trace::audit::Audit;
+use slidelimit_trace::rng::SplitMix64;
 
 fn limit(max_requests: u64, window_ticks: u64) -> Limit {
     Limit::new(max_requests, window_ticks).expect("a valid limit")
@@ -507,22 +509,6 @@ fn apply<S: SequentialWindow>(state: &mut S, ops: &[Op]) {
     }
 }
 
-/// A small deterministic generator (xorshift64*), one per thread.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
-    }
-}
-
 const THREADS: u64 = 4;
 const OPS_PER_THREAD: u64 = 20_000;
 /// Calls per tick of the shared clock.
@@ -533,7 +519,7 @@ const SKEW: u64 = 12;
 
 /// Every thread calls `call(rng, now)` at a skewed tick of a shared counter clock, and
 /// returns what it admitted, as `(tick, weight)`.
-fn hammer(call: impl Fn(&mut Rng, u64) -> Option<(u64, u64)> + Sync) -> Vec<(u64, u64)> {
+fn hammer(call: impl Fn(&mut SplitMix64, u64) -> Option<(u64, u64)> + Sync) -> Vec<(u64, u64)> {
     let clock = AtomicU64::new(100 * CALLS_PER_TICK);
     let start = Barrier::new(THREADS as usize);
     thread::scope(|scope| {
@@ -541,7 +527,7 @@ fn hammer(call: impl Fn(&mut Rng, u64) -> Option<(u64, u64)> + Sync) -> Vec<(u64
             .map(|id| {
                 let (clock, start, call) = (&clock, &start, &call);
                 scope.spawn(move || {
-                    let mut rng = Rng::new(id + 1);
+                    let mut rng = SplitMix64::new(id + 1);
                     let mut admitted = Vec::new();
                     start.wait();
                     for _ in 0..OPS_PER_THREAD {
@@ -561,30 +547,20 @@ fn hammer(call: impl Fn(&mut Rng, u64) -> Option<(u64, u64)> + Sync) -> Vec<(u64
     })
 }
 
-/// No window of `window_ticks` holds more than `max_requests` admitted weight.
-fn assert_window_invariant(mut admitted: Vec<(u64, u64)>, max_requests: u64, window_ticks: u64) {
-    admitted.sort_unstable();
-    let mut first = 0;
-    let mut inside = 0;
-    for (i, &(t, n)) in admitted.iter().enumerate() {
-        inside += n;
-        while admitted[first].0 + window_ticks <= t {
-            inside -= admitted[first].1;
-            first += 1;
-        }
-        assert!(
-            inside <= max_requests,
-            "window invariant: {inside} admitted in ({}, {t}] with max_requests {max_requests}: {:?}",
-            t.saturating_sub(window_ticks),
-            &admitted[first..=i]
-        );
-    }
+/// No window of `window_ticks` holds more than `max_requests` admitted weight, by the
+/// workspace's one window audit.
+fn assert_window_invariant(admitted: Vec<(u64, u64)>, max_requests: u64, window_ticks: u64) {
+    Audit::new(max_requests, window_ticks)
+        .unwrap()
+        .key(admitted)
+        .check()
+        .unwrap_or_else(|error| panic!("window invariant: {error}"));
 }
 
 /// A weighted call mix: `check_and_hit_n`, and one forced `hit_n` in 200 calls (forced hits
 /// alone must not fill the window, or nothing is ever admitted).
 fn weighted_call(
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
     now: u64,
     max_requests: u64,
     cah: impl FnOnce(u64, u64) -> bool,

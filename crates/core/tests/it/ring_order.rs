@@ -11,9 +11,9 @@ use slidelimit::raw::{AtomicRing, AtomicWindow};
 use slidelimit::window::ring::slot_probes_on_this_thread;
 use slidelimit::RateLimiter;
 
-use crate::stress::Rng;
 use crate::trace::check_safety;
 use crate::variants::{default_variants, limit};
+use slidelimit_trace::rng::SplitMix64;
 
 /// Slots per ring: above the cursor's line of 8, so that disorder costs something.
 const N: u64 = 512;
@@ -103,7 +103,7 @@ fn in_order_calls_after_a_late_phase_cost_what_they_cost_before_it() {
     // expires per call afterwards, somewhere else each time, and each admission reuses it.
     now += N;
     let mut ticks: Vec<u64> = (now..now + N).collect();
-    let mut rng = Rng::new(10);
+    let mut rng = SplitMix64::new(10);
     for i in (1..ticks.len()).rev() {
         ticks.swap(i, rng.below(i as u64 + 1) as usize);
     }
@@ -207,7 +207,7 @@ fn resorts_racing_writers_keep_the_window_invariant() {
         for writer in 0..3u64 {
             let (ring, clock, admitted) = (&ring, &clock, &admitted);
             scope.spawn(move || {
-                let mut rng = Rng::new(writer + 1);
+                let mut rng = SplitMix64::new(writer + 1);
                 let mut mine = Vec::new();
                 for _ in 0..CALLS {
                     // Relaxed: the clock only hands out ticks; nothing is published by it.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::thread;
 
 use slidelimit::{Options, RateLimiter};
+use slidelimit_trace::rng::SplitMix64;
 
 use crate::reference::clamp;
 use crate::trace::check_safety;
@@ -25,30 +26,14 @@ const CALLS_PER_TICK: u64 = 4;
 /// Each worker's `now` is the shared clock plus a skew in `-SKEW..=SKEW`.
 const SKEW: u64 = 3;
 
-/// A small deterministic generator (xorshift64*), one per thread.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// What one worker calls, at tick `now`: half the calls go to the hot key 0, the rest to one
 /// of eight keys that change every 16 ticks (so older ones go idle and get swept while
 /// stragglers may still reach them).
-fn worker_call(limiter: &dyn RateLimiter<u64>, rng: &mut Rng, now: u64) -> Option<(u64, u64)> {
+fn worker_call(
+    limiter: &dyn RateLimiter<u64>,
+    rng: &mut SplitMix64,
+    now: u64,
+) -> Option<(u64, u64)> {
     let key = if rng.below(2) == 0 {
         0
     } else {
@@ -105,7 +90,7 @@ fn hammer(limiter: &Arc<dyn RateLimiter<u64>>, sweeper: bool) -> Run {
                 Arc::clone(&swept),
             );
             thread::spawn(move || {
-                let mut rng = Rng::new(id + 1);
+                let mut rng = SplitMix64::new(id + 1);
                 let mut admitted = Vec::new();
                 let mut calls = 0;
                 // Go on past the quota until the sweeper has removed something (bounded), so
@@ -196,7 +181,7 @@ fn stragglers_never_readmit_a_removed_key(name: &str) {
         .map(|id| {
             let (limiter, clock) = (Arc::clone(&limiter), Arc::clone(&clock));
             thread::spawn(move || {
-                let mut rng = Rng::new(id + 1);
+                let mut rng = SplitMix64::new(id + 1);
                 let mut admitted = Vec::new();
                 for _ in 0..OPS {
                     let now = clock.fetch_add(1, Ordering::Relaxed);

@@ -1,13 +1,14 @@
 //! Single-threaded traces: run one against a limiter and the reference model side by side,
 //! checking every answer as it comes, and keep what came out for cross-variant comparison.
 
-use std::collections::HashMap;
 use std::fmt::Debug;
 use std::hash::Hash;
 
 use slidelimit::{RateLimiter, Status};
 
-use crate::reference::{clamp, Reference};
+use slidelimit_trace::audit::Audit;
+
+use crate::reference::{clamp, Reference, MAX_TICK};
 
 /// One call of a trace. Keys are small integers here and in the model; the limiters get
 /// them spread over `u64` by [`limiter_key`], so their hashes land in random watermark slots
@@ -185,35 +186,22 @@ fn check_status(
 }
 
 /// The safety invariant: no window `(x - W, x]` holds more than `max_requests` admitted
-/// timestamps of one key. `admitted` holds `(key, clamped tick)` pairs in any order.
+/// timestamps of one key, by the workspace's one window audit. `admitted` holds
+/// `(key, clamped tick)` pairs in any order.
 ///
 /// # Errors
-/// The first crowded window found.
+/// The earliest crowded window found, with its key.
 pub fn check_safety<K: Hash + Eq + Debug>(
     admitted: &[(K, u64)],
     max_requests: u64,
     window_ticks: u64,
 ) -> Result<(), String> {
-    let mut per_key: HashMap<&K, Vec<u64>> = HashMap::new();
-    for (key, tick) in admitted {
-        per_key.entry(key).or_default().push(*tick);
-    }
-    let k = usize::try_from(max_requests).unwrap();
-    for (key, mut ticks) in per_key {
-        ticks.sort_unstable();
-        // k + 1 admissions within a span shorter than W fit in one window.
-        for pair in ticks.windows(k + 1) {
-            let (first, last) = (pair[0], pair[k]);
-            if last - first < window_ticks {
-                return Err(format!(
-                    "key {key:?}: {} admissions in ({}, {last}]: {pair:?}",
-                    k + 1,
-                    last.saturating_sub(window_ticks)
-                ));
-            }
-        }
-    }
-    Ok(())
+    Audit::new(max_requests, window_ticks)
+        .map_err(|error| error.to_string())?
+        .clamp_ticks_to(MAX_TICK)
+        .keys(admitted.iter().map(|(key, tick)| (key, *tick, 1)))
+        .check()
+        .map_err(|error| error.to_string())
 }
 
 #[test]

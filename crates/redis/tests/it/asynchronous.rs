@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use slidelimit::ManualClock;
 use slidelimit_redis::{AsyncRedisLimiter, Error, FailurePolicy, Options, Source, TimeSource};
 
-use crate::check::over_admissions;
+use crate::over_admissions;
 use crate::{limit, shared, Server, TIMEOUT};
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -23,8 +23,9 @@ use slidelimit_redis::{AsyncRedisLimiter, Options};
 use slidelimit_tower::{Header, RateLimitLayer};
 use tower::ServiceBuilder;
 
-use crate::check::over_admissions;
+use crate::over_admissions;
 use crate::{limit, Server};
+use slidelimit_trace::rng::SplitMix64;
 
 const CHILD_OUT: &str = "SLIDELIMIT_FLEET_OUT";
 const CHILD_URL: &str = "SLIDELIMIT_FLEET_URL";
@@ -211,7 +212,7 @@ async fn load(ports: &[u16]) -> HashMap<&'static str, (u64, u64)> {
             let client = client.clone();
             let ports = ports.to_vec();
             tokio::spawn(async move {
-                let mut rng = crate::Rng::new(task as u64 + 1);
+                let mut rng = SplitMix64::new(task as u64 + 1);
                 let mut counts: HashMap<&'static str, (u64, u64)> = HashMap::new();
                 let start = Instant::now();
                 let mut sent = 0usize;

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use slidelimit::{LockFreeLimiter, RollingBuckets};
 use slidelimit_redis::{Options, RedisLimiter};
 
-use crate::check::over_admissions;
-use crate::{limit, manual, shared, Rng, TIMEOUT};
+use crate::over_admissions;
+use crate::{limit, manual, shared, TIMEOUT};
+use slidelimit_trace::rng::SplitMix64;
 
 #[test]
 fn weighted_tokens_per_hours_example() {
@@ -37,7 +38,7 @@ fn random_in_order_traces_match_the_core() {
         let prefix = format!("buckets-model-{seed}");
         let (remote, clock) = manual(&prefix, lim, Options::new().buckets(b));
         let local = LockFreeLimiter::<String, RollingBuckets>::bucketed(lim, b).unwrap();
-        let mut rng = Rng::new(seed * 104_729);
+        let mut rng = SplitMix64::new(seed * 104_729);
         let mut t = 1;
         for step in 0..300 {
             t += rng.below(6);

@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use slidelimit_redis::{AsyncRedisLimiter, Options};
 
-use crate::check::over_admissions;
+use crate::over_admissions;
 use crate::{limit, Server};
+use slidelimit_trace::rng::SplitMix64;
 
 /// A cluster of six nodes, stopped (killed) on drop.
 pub(crate) struct Cluster {
@@ -228,7 +229,7 @@ async fn load(limiter: Arc<AsyncRedisLimiter>, tasks: u64, stop: Arc<Mutex<bool>
             let (limiter, stop) = (Arc::clone(&limiter), Arc::clone(&stop));
             tokio::spawn(async move {
                 let mut seen = Seen::default();
-                let mut rng = crate::Rng::new(task + 1);
+                let mut rng = SplitMix64::new(task + 1);
                 while !*stop.lock().expect("stop") {
                     let roll = rng.below(10) as usize;
                     let key = if roll < 5 { KEYS[0] } else { KEYS[roll - 4] };
@@ -292,7 +293,7 @@ fn load_while(urls: &[String], prefix: &str, run: Duration, during: impl FnOnce(
     seen
 }
 
-fn report(what: &str, seen: &Seen) -> usize {
+fn report(what: &str, seen: &Seen) -> u64 {
     let mut over = 0;
     let mut admitted = 0;
     for key in KEYS {

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use slidelimit::{LockFreeLimiter, Status};
 use slidelimit_redis::{Error, Options, RedisLimiter};
 
-use crate::check::over_admissions;
-use crate::{limit, manual, shared, Rng, TIMEOUT};
+use crate::over_admissions;
+use crate::{limit, manual, shared, TIMEOUT};
+use slidelimit_trace::rng::SplitMix64;
 
 #[test]
 fn seed_example_limit_3_per_10() {
@@ -98,7 +99,7 @@ fn random_in_order_traces_match_the_core() {
         let lim = limit(4, 20);
         let (remote, clock) = manual(&prefix, lim, Options::new());
         let local: LockFreeLimiter<String> = LockFreeLimiter::new(lim);
-        let mut rng = Rng::new(seed * 7919);
+        let mut rng = SplitMix64::new(seed * 7919);
         let mut t = 1;
         for step in 0..300 {
             t += rng.below(4);
@@ -139,7 +140,7 @@ fn random_in_order_traces_match_the_core() {
 fn out_of_order_checks_never_break_the_window() {
     let lim = limit(5, 50);
     let (limiter, clock) = manual("exact-ooo", lim, Options::new().lateness_ticks(50));
-    let mut rng = Rng::new(42);
+    let mut rng = SplitMix64::new(42);
     let mut newest = 100;
     let mut admitted = Vec::new();
     let mut refused_late = 0;

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use slidelimit::ManualClock;
 use slidelimit_redis::{LeasedLimiter, Options, TimeSource};
 
-use crate::check::over_admissions;
+use crate::over_admissions;
 use crate::{limit, shared, TIMEOUT};
+use slidelimit_trace::rng::SplitMix64;
 
 fn leased(
     prefix: &str,
@@ -116,7 +117,7 @@ fn several_leasing_processes_never_over_admit() {
                     TimeSource::Caller(Arc::new(slidelimit_redis::UnixMicros::new())),
                 );
                 let mut admitted = Vec::new();
-                let mut rng = crate::Rng::new(p + 11);
+                let mut rng = SplitMix64::new(p + 11);
                 let start = std::time::Instant::now();
                 let mut calls = 0;
                 while calls < 20_000 && start.elapsed() < std::time::Duration::from_millis(700) {

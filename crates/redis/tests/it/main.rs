@@ -8,7 +8,6 @@ mod asynchronous_fleet;
 #[cfg(feature = "tokio")]
 mod asynchronous_layer;
 mod buckets;
-mod check;
 #[cfg(feature = "cluster")]
 mod cluster;
 mod exact;
@@ -23,6 +22,7 @@ use std::time::Duration;
 
 use slidelimit::{Limit, ManualClock};
 use slidelimit_redis::{Options, RedisLimiter, TimeSource};
+use slidelimit_trace::audit::Audit;
 
 pub(crate) use server::Server;
 
@@ -55,23 +55,11 @@ pub(crate) fn manual(
     (limiter, clock)
 }
 
-/// A tiny deterministic generator (xorshift), so traces are reproducible without a
-/// dependency.
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub(crate) fn new(seed: u64) -> Self {
-        Self(seed.max(1))
-    }
-
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
+/// How many windows of `window` ticks hold more than `max_requests` of the admissions
+/// `(tick, weight)`, by the workspace's one window audit.
+pub(crate) fn over_admissions(admitted: Vec<(u64, u64)>, max_requests: u64, window: u64) -> u64 {
+    Audit::new(max_requests, window)
+        .expect("a window of at least one tick")
+        .key(admitted)
+        .over_limit_windows
 }

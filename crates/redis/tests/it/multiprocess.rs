@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 
 use slidelimit_redis::{LeasedLimiter, Options, RedisLimiter, TimeSource, UnixMicros};
 
-use crate::check::over_admissions;
+use crate::over_admissions;
 use crate::{limit, Server};
+use slidelimit_trace::rng::SplitMix64;
 
 const CHILD_ENV: &str = "SLIDELIMIT_REDIS_CHILD";
 const PROCESSES: u64 = 4;
@@ -74,7 +75,7 @@ fn child() {
         .map(|thread| {
             let limiter = Arc::clone(&limiter);
             std::thread::spawn(move || {
-                let mut rng = crate::Rng::new(process * 1_000 + thread + 1);
+                let mut rng = SplitMix64::new(process * 1_000 + thread + 1);
                 let mut admitted = Vec::new();
                 let start = Instant::now();
                 let mut calls = 0;

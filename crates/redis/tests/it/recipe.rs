@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use slidelimit::Clock;
 use slidelimit_redis::UnixMicros;
 
-use crate::check::over_admissions;
+use crate::over_admissions;
 use crate::shared;
 
 const MAX: u64 = 20;

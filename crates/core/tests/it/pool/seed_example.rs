@@ -4,8 +4,8 @@
 use slidelimit::pool::{KeyPool, PoolMode, Refusal, UseLedger};
 
 use super::{both_pools, Call, InOrder};
-use crate::stress::Rng;
 use crate::trace::check_safety;
+use slidelimit_trace::rng::SplitMix64;
 
 const NAMES: [&str; 5] = ["alpha", "bravo", "charlie", "delta", "echo"];
 const USES_PER_KEY: u64 = 500;
@@ -57,7 +57,7 @@ fn run<G: UseLedger>(pool: &KeyPool<&'static str, G>) -> Vec<(&'static str, u64)
     checked.log.grant(start + TEN_MINUTES);
     granted.push(("bravo", start + TEN_MINUTES));
 
-    let mut rng = Rng::new(1);
+    let mut rng = SplitMix64::new(1);
     let mut now = start + TEN_MINUTES;
     let end = now + 4 * TEN_MINUTES;
     let refusals_before = checked.refusals;

@@ -24,8 +24,8 @@ use std::thread;
 use slidelimit::pool::{KeyPool, PoolMode, Refusal, UseLedger};
 
 use super::both_pools;
-use crate::stress::Rng;
 use crate::trace::check_safety;
+use slidelimit_trace::rng::SplitMix64;
 
 const THREADS: u64 = 4;
 const CALLS_PER_THREAD: u64 = 20_000;
@@ -69,7 +69,7 @@ fn hammer<G: UseLedger>(pool: &KeyPool<u32, G>) -> Run {
             .map(|thread| {
                 let (counter, start) = (&counter, &start);
                 scope.spawn(move || {
-                    let mut rng = Rng::new(thread + 1);
+                    let mut rng = SplitMix64::new(thread + 1);
                     let mut run = Run::default();
                     start.wait();
                     for _ in 0..CALLS_PER_THREAD {

@@ -3,12 +3,15 @@
 //! fixed-window INCR + PEXPIRE, at 1, 2, 4 and 8 client threads on one hot key, on a
 //! `redis-server` of its own. Per cell: decisions per second, latency p50/p99/p99.9, round
 //! trips per decision, admissions against the limit's capacity, over-admissions found by the
-//! window checker, and Redis memory for the key. Writes `results/redis/compare.md` and
-//! `compare.json`.
+//! window audit (`slidelimit_trace::audit`), and Redis memory for the key. Writes
+//! `results/redis/compare.md` and `compare.json`.
 //!
 //! ```text
-//! cargo run --release -p slidelimit-redis --bin redis-compare [-- --rounds 5 --seconds 0.6]
+//! cargo run --release -p slidelimit-redis --features compare --bin redis-compare [-- --rounds 5 --duration 600ms]
 //! ```
+//!
+//! `--duration` is the time per cell and round, in the grammar of every command and tool
+//! (`[COUNT]UNIT`: `600ms`, `2s`; `slidelimit_trace::duration`).
 
 mod server;
 
@@ -18,6 +21,8 @@ use std::time::{Duration, Instant};
 
 use slidelimit::{Clock, Limit};
 use slidelimit_redis::{LeasedLimiter, Options, RedisLimiter, UnixMicros};
+use slidelimit_trace::audit::Audit;
+use slidelimit_trace::duration;
 
 use server::Server;
 
@@ -200,39 +205,6 @@ fn client(
     run
 }
 
-/// Windows `(t - W, t]` ending at an admission that hold more than `MAX` admissions.
-fn over_admissions(mut ticks: Vec<u64>) -> u64 {
-    ticks.sort_unstable();
-    let (mut over, mut start, mut j) = (0, 0, 0);
-    while j < ticks.len() {
-        let t = ticks[j];
-        while j < ticks.len() && ticks[j] == t {
-            j += 1;
-        }
-        while ticks[start] + WINDOW_MICROS <= t {
-            start += 1;
-        }
-        if (j - start) as u64 > MAX {
-            over += 1;
-        }
-    }
-    over
-}
-
-/// The most admissions any window `(t - W, t]` holds.
-fn worst_window(mut ticks: Vec<u64>) -> u64 {
-    ticks.sort_unstable();
-    let mut start = 0;
-    let mut worst = 0;
-    for j in 0..ticks.len() {
-        while ticks[start] + WINDOW_MICROS <= ticks[j] {
-            start += 1;
-        }
-        worst = worst.max((j + 1 - start) as u64);
-    }
-    worst
-}
-
 fn percentile(sorted: &[u64], p: f64) -> u64 {
     if sorted.is_empty() {
         return 0;
@@ -341,6 +313,9 @@ fn measure(
         .collect();
     latencies.sort_unstable();
     let capacity = MAX as f64 * seconds * 1e6 / WINDOW_MICROS as f64;
+    let audit = Audit::new(MAX, WINDOW_MICROS)
+        .expect("a window of 100 ms")
+        .key(admitted.iter().map(|&tick| (tick, 1)));
     Cell {
         cell,
         threads,
@@ -350,8 +325,8 @@ fn measure(
         p999_us: percentile(&latencies, 99.9) as f64 / 1e3,
         round_trips_per_decision: round_trips as f64 / decisions.max(1) as f64,
         admitted_of_capacity: admitted.len() as f64 / capacity,
-        worst_window: worst_window(admitted.clone()),
-        over_admissions: over_admissions(admitted),
+        worst_window: audit.peak(),
+        over_admissions: audit.over_limit_windows,
         memory_bytes: memory(server, cell, &prefix),
     }
 }
@@ -430,15 +405,23 @@ fn command_output(program: &str, args: &[&str]) -> String {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let flag = |name: &str, default: f64| -> f64 {
+    let flag = |name: &str| {
         args.iter()
             .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
+            .map(|i| args.get(i + 1).map_or("", String::as_str))
     };
-    let rounds = flag("--rounds", 5.0) as usize;
-    let seconds = flag("--seconds", 0.6);
+    let usage = |message: String| -> ! {
+        eprintln!("redis-compare: {message} (usage: --rounds N --duration DURATION)");
+        std::process::exit(2);
+    };
+    let rounds = flag("--rounds").map_or(5, |v| match v.parse::<usize>() {
+        Ok(n) if n > 0 => n,
+        _ => usage(format!("--rounds `{v}` is not a whole number above 0")),
+    });
+    let seconds = flag("--duration")
+        .map_or(Ok(Duration::from_millis(600)), duration::parse)
+        .unwrap_or_else(|err| usage(format!("--duration: {err}")))
+        .as_secs_f64();
     let server = match Server::start() {
         Ok(server) => server,
         Err(err) => {

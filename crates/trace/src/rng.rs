@@ -1,5 +1,7 @@
-//! A small, fast, seedable generator for key streams (SplitMix64): benchmark streams need
-//! speed and reproducibility, not cryptographic quality.
+//! A small, fast, seedable generator (SplitMix64) for key streams, workloads and stress
+//! tests: they need speed and reproducibility (a failing seed replays), not cryptographic
+//! quality. One generator for the benchmarks, the CLI and the tests, so a seed means the
+//! same stream everywhere.
 
 /// SplitMix64: a 64-bit state advanced by a Weyl constant, output through a mixing function.
 #[derive(Clone, Debug)]
@@ -21,8 +23,8 @@ impl SplitMix64 {
         mix64(self.state)
     }
 
-    /// A uniform integer in `0..n` (`n > 0`), by the multiply-shift reduction (bias below
-    /// `n / 2^64`, irrelevant here).
+    /// A uniform integer in `0..n`, by the multiply-shift reduction (bias below `n / 2^64`,
+    /// irrelevant here); 0 when `n` is 0.
     #[inline]
     pub fn below(&mut self, n: u64) -> u64 {
         ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64

@@ -7,6 +7,18 @@
 
 use crate::rng::SplitMix64;
 
+/// Why a Zipf law cannot be built.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+pub enum ZipfError {
+    /// There must be at least one rank to draw.
+    #[error("a Zipf law needs at least one rank")]
+    NoRanks,
+    /// The exponent must be positive and finite.
+    #[error("a Zipf exponent must be positive and finite, not {0}")]
+    Exponent(f64),
+}
+
 /// A Zipf(`n`, `s`) sampler over ranks `1..=n`.
 #[derive(Clone, Debug)]
 pub struct Zipf {
@@ -20,12 +32,16 @@ pub struct Zipf {
 impl Zipf {
     /// A sampler over `1..=n` with exponent `s`.
     ///
-    /// # Panics
-    /// If `n == 0` or `s` is not positive and finite.
-    #[must_use]
-    pub fn new(n: u64, s: f64) -> Self {
-        assert!(n >= 1, "Zipf needs at least one rank");
-        assert!(s > 0.0 && s.is_finite(), "Zipf exponent must be positive");
+    /// # Errors
+    /// [`ZipfError::NoRanks`] if `n == 0`; [`ZipfError::Exponent`] if `s` is not positive
+    /// and finite.
+    pub fn new(n: u64, s: f64) -> Result<Self, ZipfError> {
+        if n == 0 {
+            return Err(ZipfError::NoRanks);
+        }
+        if !(s > 0.0 && s.is_finite()) {
+            return Err(ZipfError::Exponent(s));
+        }
         let mut zipf = Self {
             n: n as f64,
             s,
@@ -36,7 +52,7 @@ impl Zipf {
         zipf.h_integral_x1 = zipf.h_integral(1.5) - 1.0;
         zipf.h_integral_n = zipf.h_integral(zipf.n + 0.5);
         zipf.squeeze = 2.0 - zipf.h_integral_inv(zipf.h_integral(2.5) - zipf.h(2.0));
-        zipf
+        Ok(zipf)
     }
 
     /// One rank in `1..=n`.
@@ -91,11 +107,11 @@ fn ln1p_over_y(y: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::Zipf;
+    use super::{Zipf, ZipfError};
     use crate::rng::SplitMix64;
 
     fn check_head(n: u64, s: f64) {
-        let zipf = Zipf::new(n, s);
+        let zipf = Zipf::new(n, s).unwrap();
         let mut rng = SplitMix64::new(42);
         let draws = 400_000;
         let mut counts = [0u64; 4];
@@ -126,8 +142,22 @@ mod tests {
 
     #[test]
     fn a_single_rank_is_always_drawn() {
-        let zipf = Zipf::new(1, 1.0);
+        let zipf = Zipf::new(1, 1.0).unwrap();
         let mut rng = SplitMix64::new(1);
         assert!((0..100).all(|_| zipf.sample(&mut rng) == 1));
+    }
+
+    #[test]
+    fn bad_parameters_are_typed_errors() {
+        assert_eq!(Zipf::new(0, 1.0).err(), Some(ZipfError::NoRanks));
+        assert!(matches!(Zipf::new(5, 0.0), Err(ZipfError::Exponent(_))));
+        assert!(matches!(
+            Zipf::new(5, f64::NAN),
+            Err(ZipfError::Exponent(_))
+        ));
+        assert!(matches!(
+            Zipf::new(5, f64::INFINITY),
+            Err(ZipfError::Exponent(_))
+        ));
     }
 }
