@@ -75,8 +75,10 @@ impl Audit {
         self
     }
 
-    /// Judges only the windows that end at or after `tick` (earlier hits still count in
-    /// them): what was admitted after a change of limit, or across a restore.
+    /// Judges only the windows that end at a hit at or after `tick` (earlier hits still
+    /// count in them), that is the windows holding a hit admitted from `tick` on: what was
+    /// admitted after a change of limit, or across a restore. (A window ending at `tick`
+    /// with no hit there holds only earlier hits, which the limit before `tick` judged.)
     #[must_use]
     pub const fn windows_ending_from(mut self, tick: u64) -> Self {
         self.from = tick;
