@@ -12,8 +12,11 @@ use slidelimit_redis::{Error, FailurePolicy, LeasedLimiter, Options, TimeSource}
 
 use crate::{limit, manual, shared, Server, TIMEOUT};
 
-/// Every counter of one snapshot (taking it resets them), as `(name, labels, count)`.
-fn counters(snapshotter: &Snapshotter) -> Vec<(String, Vec<(String, String)>, u64)> {
+/// One counter's reading: its name, its labels and its count.
+type Reading = (String, Vec<(String, String)>, u64);
+
+/// Every counter of one snapshot (taking it resets them).
+fn counters(snapshotter: &Snapshotter) -> Vec<Reading> {
     snapshotter
         .snapshot()
         .into_vec()
@@ -33,11 +36,7 @@ fn counters(snapshotter: &Snapshotter) -> Vec<(String, Vec<(String, String)>, u6
 }
 
 /// The count of `name` with exactly `labels` in `read` (0 if never incremented).
-fn count(
-    read: &[(String, Vec<(String, String)>, u64)],
-    name: &str,
-    labels: &[(&str, &str)],
-) -> u64 {
+fn count(read: &[Reading], name: &str, labels: &[(&str, &str)]) -> u64 {
     read.iter()
         .filter(|(n, l, _)| {
             n == name
