@@ -71,6 +71,15 @@ impl Readings {
         }
     }
 
+    /// Keys created and removed since the last reading, and tracked now.
+    fn keys(&self, limiter: &str) -> (u64, u64, f64) {
+        (
+            self.counter(names::KEYS_CREATED, limiter, None),
+            self.counter(names::KEYS_REMOVED, limiter, None),
+            self.gauge(names::KEYS_TRACKED, limiter),
+        )
+    }
+
     fn histogram_len(&self, name: &str, limiter: &str) -> usize {
         match self.value(name, limiter, None) {
             Some(DebugValue::Histogram(values)) => values.len(),
@@ -105,23 +114,17 @@ fn decisions_keys_sweeps_and_tombstones_in_every_variant() {
             "{variant}"
         );
         assert_eq!(
-            read.counter(names::KEYS_CREATED, "api", None),
-            3,
-            "{variant}"
+            read.keys("api"),
+            (3, 0, 3.0),
+            "{variant}: created, removed, tracked"
         );
-        assert_eq!(read.gauge(names::KEYS_TRACKED, "api"), 3.0, "{variant}");
 
         // A sweep far ahead of the observed time (the keys were created at 1 and 5): every
         // key is idle by 100 - 10, and each leaves a tombstone (its last hit + 10 is above
         // the floor, 0).
         assert_eq!(limiter.remove_idle(100), 3, "{variant}");
         let read = Readings::take(&metrics);
-        assert_eq!(
-            read.counter(names::KEYS_REMOVED, "api", None),
-            3,
-            "{variant}"
-        );
-        assert_eq!(read.gauge(names::KEYS_TRACKED, "api"), 0.0, "{variant}");
+        assert_eq!(read.keys("api"), (0, 3, 0.0), "{variant}");
         assert_eq!(read.gauge(names::TOMBSTONES, "api"), 3.0, "{variant}");
         assert_eq!(
             read.histogram_len(names::SWEEP_SECONDS, "api"),
@@ -137,17 +140,7 @@ fn decisions_keys_sweeps_and_tombstones_in_every_variant() {
         assert_eq!(limiter.remove_idle(200), 0, "{variant}");
         let read = Readings::take(&metrics);
         assert_eq!(read.gauge(names::TOMBSTONES, "api"), 0.0, "{variant}");
-        assert_eq!(read.gauge(names::KEYS_TRACKED, "api"), 8.0, "{variant}");
-        assert_eq!(
-            read.counter(names::KEYS_CREATED, "api", None),
-            8,
-            "{variant}"
-        );
-        assert_eq!(
-            read.counter(names::KEYS_REMOVED, "api", None),
-            0,
-            "{variant}"
-        );
+        assert_eq!(read.keys("api"), (8, 0, 8.0), "{variant}");
         assert_eq!(
             read.counter(names::DECISIONS, "api", Some("admitted")),
             8,
@@ -172,17 +165,7 @@ fn the_automatic_sweep_counts_its_removals() {
         assert!(limiter.check_and_hit(&2, 100));
         assert_eq!(limiter.tracked_keys(), 1, "{variant}");
         let read = Readings::take(&metrics);
-        assert_eq!(
-            read.counter(names::KEYS_CREATED, "default", None),
-            2,
-            "{variant}"
-        );
-        assert_eq!(
-            read.counter(names::KEYS_REMOVED, "default", None),
-            1,
-            "{variant}"
-        );
-        assert_eq!(read.gauge(names::KEYS_TRACKED, "default"), 1.0, "{variant}");
+        assert_eq!(read.keys("default"), (2, 1, 1.0), "{variant}");
     }
 }
 
