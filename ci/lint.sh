@@ -22,6 +22,13 @@ cargo clippy -p slidelimit-redis --features compare --all-targets --locked -- -D
 cargo clippy -p slidelimit-cli --features bench --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit-trace --all-features --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit --features tokio --all-targets --locked -- -D warnings
+# Feature `metrics` of every crate that has it (the lock crates forward it to the core; the
+# Redis crate's with `tokio`, for the async limiter's counts).
+cargo clippy -p slidelimit -p slidelimit-mutex -p slidelimit-per-key-lock -p slidelimit-rwlock \
+    -p slidelimit-tower --features metrics --all-targets --locked -- -D warnings
+cargo clippy -p slidelimit-redis --features tokio,metrics --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 RUSTDOCFLAGS="-D warnings" cargo doc -p slidelimit --features tokio --no-deps --locked
 RUSTDOCFLAGS="-D warnings" cargo doc -p slidelimit-trace --all-features --no-deps --locked
+RUSTDOCFLAGS="-D warnings" cargo doc -p slidelimit -p slidelimit-tower -p slidelimit-redis \
+    --features metrics --no-deps --locked

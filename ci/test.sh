@@ -17,6 +17,12 @@ cargo test -p slidelimit --features tokio --locked -- wait
 cargo test -p slidelimit-redis --features tokio --locked --test it -- asynchronous
 # The async limiter over a real Redis Cluster (six nodes the tests start), feature `cluster`.
 cargo test -p slidelimit-redis --features cluster --locked --test it -- cluster
+# Feature `metrics`: exact counts under a recorder, for every variant of the core, the tower
+# layer and the Redis backend (against a real server); then the core's doc tests with it.
+cargo test -p slidelimit --features metrics --locked --test it -- metrics
+cargo test -p slidelimit --features metrics --locked --doc
+cargo test -p slidelimit-tower --features metrics --locked --test it -- metrics
+cargo test -p slidelimit-redis --features tokio,metrics --locked --test it -- metrics
 echo "cargo test: $(( $(date +%s) - start )) s"
 
 bash ci/loom.sh

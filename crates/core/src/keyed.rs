@@ -43,6 +43,7 @@ pub struct Options {
     sweep_floor_keys: usize,
     key_shards: usize,
     tick_nanos: Option<u64>,
+    limiter_name: &'static str,
 }
 
 /// The default of [`Options::key_shards`].
@@ -55,6 +56,7 @@ impl Default for Options {
             sweep_floor_keys: 4096,
             key_shards: DEFAULT_KEY_SHARDS,
             tick_nanos: None,
+            limiter_name: crate::metrics::DEFAULT_LIMITER_NAME,
         }
     }
 }
@@ -101,6 +103,15 @@ impl Options {
         } else {
             nanos as u64
         });
+        self
+    }
+
+    /// The limiter's name in its metrics (the `limiter` label, feature `metrics`; see
+    /// [`crate::metrics`]). Default [`crate::metrics::DEFAULT_LIMITER_NAME`]. Without the
+    /// feature it is kept and unused.
+    #[must_use]
+    pub const fn limiter_name(mut self, name: &'static str) -> Self {
+        self.limiter_name = name;
         self
     }
 
@@ -314,6 +325,8 @@ pub(crate) struct KeyPolicy<W> {
     hasher: KeyHasher,
     /// [`Options::tick`], recorded in snapshots.
     tick_nanos: Option<u64>,
+    /// The metrics every shape emits through this policy (zero-sized without the feature).
+    metrics: crate::metrics::LimiterMetrics,
 }
 
 impl<W: Algorithm> KeyPolicy<W> {
@@ -331,6 +344,7 @@ impl<W: Algorithm> KeyPolicy<W> {
             shards,
             hasher: process_hasher(),
             tick_nanos: options.tick_nanos,
+            metrics: crate::metrics::LimiterMetrics::new(options.limiter_name),
         }
     }
 
@@ -359,20 +373,20 @@ impl<W: Algorithm> KeyPolicy<W> {
 
     /// After a call at `now` created a key, with `tracked_keys` now tracked: one step of the
     /// automatic sweep if the schedule wants one. `step` sweeps the shard it is given and
-    /// returns the keys tracked after it.
+    /// returns the keys it removed and the keys tracked after it.
     fn after_creation(
         &self,
         now: u64,
         tracked_keys: usize,
-        step: impl FnOnce(usize, SweepBounds) -> usize,
+        step: impl FnOnce(usize, SweepBounds) -> (usize, usize),
     ) {
         self.floor.observe_creation(now);
+        self.metrics.key_created(tracked_keys);
         if let Some(shard) = self.schedule.claim(tracked_keys) {
-            let tracked_after = step(shard, self.sweep_bounds(now));
+            let (removed, tracked_after) = step(shard, self.sweep_bounds(now));
             self.schedule.done(shard, tracked_after);
-            // Removed by this step, about (other threads create keys meanwhile): the count
-            // only paces the folds.
-            let removed = tracked_keys.saturating_sub(tracked_after);
+            self.metrics.keys_removed(removed);
+            self.metrics.tracked(tracked_after);
             // Relaxed: a pacing count; it orders nothing.
             let unsettled = self
                 .unsettled_removals
@@ -389,8 +403,12 @@ impl<W: Algorithm> KeyPolicy<W> {
     /// `remove_idle(now)`: every shard, under one raise of the floor. `step` sweeps the shard
     /// it is given and returns how many keys it removed.
     fn remove_idle(&self, now: u64, mut step: impl FnMut(usize, SweepBounds) -> usize) -> usize {
-        let bounds = self.sweep_bounds(now);
-        (0..self.shards).map(|shard| step(shard, bounds)).sum()
+        let removed = self.metrics.timed_sweep(|| {
+            let bounds = self.sweep_bounds(now);
+            (0..self.shards).map(|shard| step(shard, bounds)).sum()
+        });
+        self.metrics.keys_removed(removed);
+        removed
     }
 }
 

@@ -133,6 +133,7 @@ pub mod keyed;
 mod limit;
 mod limiter;
 mod lockfree;
+pub mod metrics;
 pub mod pool;
 pub mod raw;
 pub mod snapshot;

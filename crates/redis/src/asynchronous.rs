@@ -137,6 +137,7 @@ impl AsyncRedisLimiter {
         let timeout = self.timeout;
         let script = request.script;
         let load = |mut con: Connection| async move {
+            crate::metrics::round_trip();
             let sha: String = redis::cmd("SCRIPT")
                 .arg("LOAD")
                 .arg(script.source)
@@ -155,6 +156,7 @@ impl AsyncRedisLimiter {
             .arg(request.keys.len())
             .arg(&request.keys)
             .arg(&request.args);
+        crate::metrics::round_trip();
         match call.query_async::<Vec<i64>>(&mut con).await {
             Err(err)
                 if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
@@ -165,6 +167,7 @@ impl AsyncRedisLimiter {
                     .arg(request.keys.len())
                     .arg(&request.keys)
                     .arg(&request.args);
+                crate::metrics::round_trip();
                 call.query_async(&mut con)
                     .await
                     .map_err(|err| Error::from_redis(err, timeout))
@@ -181,6 +184,7 @@ impl AsyncRedisLimiter {
                 after: self.timeout,
             }),
         };
+        crate::metrics::result(&result);
         if matches!(result, Err(Error::Timeout { .. } | Error::Connection(_))) {
             // Replace the connection on the next call: it may be dead (a restart) or
             // hold a server that stopped answering.

@@ -119,20 +119,27 @@ impl Fallback {
             (Some(local), _) => {
                 let (key, now) = (key.to_owned(), self.clock.now_ticks());
                 let admitted = local.check_and_hit(&key, now);
+                crate::metrics::fallback("local", admitted);
                 Answer::Decided {
                     admitted,
                     limit: local.limit(),
                     status: Some(local.status(&key, now)),
                 }
             }
-            (None, FailurePolicy::FailOpen) => Answer::Undecided {
-                admitted: true,
-                retry_after: std::time::Duration::ZERO,
-            },
-            (None, _) => Answer::Undecided {
-                admitted: false,
-                retry_after: crate::decide::UNAVAILABLE_RETRY,
-            },
+            (None, FailurePolicy::FailOpen) => {
+                crate::metrics::fallback("fail_open", true);
+                Answer::Undecided {
+                    admitted: true,
+                    retry_after: std::time::Duration::ZERO,
+                }
+            }
+            (None, _) => {
+                crate::metrics::fallback("fail_closed", false);
+                Answer::Undecided {
+                    admitted: false,
+                    retry_after: crate::decide::UNAVAILABLE_RETRY,
+                }
+            }
         }
     }
 
@@ -146,6 +153,12 @@ impl Fallback {
             (None, FailurePolicy::FailOpen) => (true, Source::FailOpen),
             (None, _) => (false, Source::FailClosed),
         };
+        let policy = match source {
+            Source::Local => "local",
+            Source::FailOpen => "fail_open",
+            _ => "fail_closed",
+        };
+        crate::metrics::fallback(policy, admitted);
         Verdict {
             admitted,
             source,

@@ -247,6 +247,15 @@ impl LeasedLimiter {
     /// The answer from the lease in hand, or from the refusal it remembers; `None` when only
     /// Redis can answer.
     fn decide_locally(&self, lease: &mut Lease) -> Option<LeaseDecision> {
+        let decision = self.decide_from_lease(lease);
+        if let Some(decision) = &decision {
+            crate::metrics::lease_decision(decision.admitted);
+        }
+        decision
+    }
+
+    /// [`Self::decide_locally`], before it is counted.
+    fn decide_from_lease(&self, lease: &mut Lease) -> Option<LeaseDecision> {
         let local = self.local_now(lease);
         if lease.used < lease.granted
             && local >= lease.score
@@ -315,6 +324,8 @@ impl LeasedLimiter {
         // older lease's members count for nobody any more; they are left to be trimmed.
         let local = self.local_now(lease);
         let live = local < lease.score.saturating_add(self.lease_window);
+        // A renewal replaces a lease the key held (spent or expired).
+        let renewal = lease.granted > 0;
         let give_back = (lease.granted > lease.used && live).then(|| GiveBack {
             score: lease.score,
             seq_hi: lease.seq_hi,
@@ -339,7 +350,12 @@ impl LeasedLimiter {
             ExactOp::Take(give_back),
             &now,
             n,
-        )?;
+        );
+        crate::metrics::result(&reply);
+        let reply = reply?;
+        if reply.granted > 0 {
+            crate::metrics::lease_taken(renewal);
+        }
         lease.score = reply.now;
         lease.seq_hi = reply.seq_hi;
         lease.granted = reply.granted;

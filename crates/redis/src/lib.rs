@@ -65,6 +65,7 @@ pub mod failure;
 mod keys;
 pub mod lease;
 mod limiter;
+pub mod metrics;
 mod pool;
 mod reply;
 mod scripts;

@@ -406,6 +406,12 @@ impl RedisLimiter {
     }
 
     fn run(&self, key: &str, op: Op, n: u64) -> Result<Reply, Error> {
+        let result = self.run_uncounted(key, op, n);
+        crate::metrics::result(&result);
+        result
+    }
+
+    fn run_uncounted(&self, key: &str, op: Op, n: u64) -> Result<Reply, Error> {
         let request = self.setup.request(key, op, n)?;
         let keys: Vec<&str> = request.keys.iter().map(String::as_str).collect();
         let args: Vec<&str> = request.args.iter().map(String::as_str).collect();

@@ -146,6 +146,7 @@ impl Pool {
                 arm(con)?;
                 // Relaxed: a statistics counter.
                 round_trips.fetch_add(1, Ordering::Relaxed);
+                crate::metrics::round_trip();
                 let sha: String = redis::cmd("SCRIPT")
                     .arg("LOAD")
                     .arg(script.source)
@@ -159,6 +160,7 @@ impl Pool {
                 cmd.arg(sha).arg(keys.len()).arg(keys).arg(args);
                 // Relaxed: a statistics counter.
                 round_trips.fetch_add(1, Ordering::Relaxed);
+                crate::metrics::round_trip();
                 cmd.query(con)
             };
             let sha = match script.sha() {

@@ -196,6 +196,7 @@ mod body;
 mod headers;
 pub mod key;
 mod layer;
+pub mod metrics;
 mod service;
 
 pub use body::ResponseBody;

@@ -16,6 +16,7 @@ use crate::body::ResponseBody;
 use crate::headers::{retry_after_value, RateLimitHeaders};
 use crate::key::KeyExtractor;
 use crate::layer::{Config, MissingKey};
+use crate::metrics::{answered, Passed};
 
 /// The body of a 429 answer.
 const REFUSED_TEXT: &str = "too many requests\n";
@@ -76,8 +77,11 @@ where
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let Some(key) = self.extractor.extract(&request) else {
             return match self.config.missing_key {
-                MissingKey::Allow => ResponseFuture::inner(self.inner.call(request), None),
+                MissingKey::Allow => {
+                    ResponseFuture::inner(self.inner.call(request), None, Passed::MISSING_KEY)
+                }
                 MissingKey::Reject(status) => {
+                    answered(status, "missing_key");
                     ResponseFuture::local(local_response(status, MISSING_KEY_TEXT))
                 }
             };
@@ -86,7 +90,9 @@ where
         let tick = self.limiter.tick().unwrap_or(self.config.tick);
         match L::decide(&self.limiter, &key, now, self.config.informational) {
             Decision::Ready(answer) => match outcome(&self.config, answer, tick) {
-                Outcome::Pass(headers) => ResponseFuture::inner(self.inner.call(request), headers),
+                Outcome::Pass(headers, passed) => {
+                    ResponseFuture::inner(self.inner.call(request), headers, passed)
+                }
                 Outcome::Answer(response) => ResponseFuture::local(response),
             },
             Decision::Pending(pending) => {
@@ -103,7 +109,7 @@ where
 /// What the layer does with a request once its limiter answered.
 enum Outcome<B> {
     /// Pass it to the inner service, adding these fields to its response.
-    Pass(Option<RateLimitHeaders>),
+    Pass(Option<RateLimitHeaders>, Passed),
     /// Answer it without the inner service.
     Answer(Response<ResponseBody<B>>),
 }
@@ -122,8 +128,9 @@ fn outcome<B>(config: &Config, answer: Answer, tick: std::time::Duration) -> Out
             let headers = status
                 .map(|status| RateLimitHeaders::new(&config.policy, limit, status, admitted, tick));
             if admitted {
-                Outcome::Pass(headers.filter(|_| config.informational))
+                Outcome::Pass(headers.filter(|_| config.informational), Passed::ADMITTED)
             } else {
+                answered(StatusCode::TOO_MANY_REQUESTS, "refused");
                 let mut response = local_response(StatusCode::TOO_MANY_REQUESTS, REFUSED_TEXT);
                 if let Some(headers) = headers {
                     headers.apply(response.headers_mut());
@@ -131,8 +138,9 @@ fn outcome<B>(config: &Config, answer: Answer, tick: std::time::Duration) -> Out
                 Outcome::Answer(response)
             }
         }
-        Answer::Undecided { admitted: true, .. } => Outcome::Pass(None),
+        Answer::Undecided { admitted: true, .. } => Outcome::Pass(None, Passed::FAIL_OPEN),
         Answer::Undecided { retry_after, .. } => {
+            answered(StatusCode::SERVICE_UNAVAILABLE, "fail_closed");
             let mut response = local_response(StatusCode::SERVICE_UNAVAILABLE, UNAVAILABLE_TEXT);
             response
                 .headers_mut()
@@ -140,10 +148,13 @@ fn outcome<B>(config: &Config, answer: Answer, tick: std::time::Duration) -> Out
             Outcome::Answer(response)
         }
         // Answer is non-exhaustive: a kind of answer this layer does not know refuses.
-        _ => Outcome::Answer(local_response(
-            StatusCode::SERVICE_UNAVAILABLE,
-            UNAVAILABLE_TEXT,
-        )),
+        _ => {
+            answered(StatusCode::SERVICE_UNAVAILABLE, "fail_closed");
+            Outcome::Answer(local_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                UNAVAILABLE_TEXT,
+            ))
+        }
     }
 }
 
@@ -200,7 +211,7 @@ pin_project! {
             // future it returns (measured: a refusal 9% slower unboxed).
             waiting: Option<Box<Waiting<S, R>>>,
         },
-        Inner { #[pin] future: F, headers: Option<RateLimitHeaders> },
+        Inner { #[pin] future: F, headers: Option<RateLimitHeaders>, passed: Passed },
         Local { response: Option<Response<ResponseBody<B>>> },
     }
 }
@@ -215,9 +226,13 @@ struct Waiting<S, R> {
 }
 
 impl<F, B, P, S, R> ResponseFuture<F, B, P, S, R> {
-    fn inner(future: F, headers: Option<RateLimitHeaders>) -> Self {
+    fn inner(future: F, headers: Option<RateLimitHeaders>, passed: Passed) -> Self {
         Self {
-            state: State::Inner { future, headers },
+            state: State::Inner {
+                future,
+                headers,
+                passed,
+            },
         }
     }
 
@@ -274,17 +289,23 @@ where
                         .take()
                         .expect("ResponseFuture polled after completion");
                     match outcome(&config, answer, tick) {
-                        Outcome::Pass(headers) => State::Inner {
+                        Outcome::Pass(headers, passed) => State::Inner {
                             future: service.call(request),
                             headers,
+                            passed,
                         },
                         Outcome::Answer(response) => State::Local {
                             response: Some(response),
                         },
                     }
                 }
-                StateProj::Inner { future, headers } => {
+                StateProj::Inner {
+                    future,
+                    headers,
+                    passed,
+                } => {
                     let mut response = ready!(future.poll(cx))?.map(ResponseBody::inner);
+                    passed.responded(response.status());
                     if let Some(headers) = headers.take() {
                         headers.apply(response.headers_mut());
                     }

@@ -338,8 +338,7 @@ where
         if inserted_any {
             self.policy
                 .after_creation(now, self.map.len(), |shard, bounds| {
-                    self.sweep_shard(shard, bounds);
-                    self.map.len()
+                    (self.sweep_shard(shard, bounds), self.map.len())
                 });
         }
         result
@@ -419,6 +418,14 @@ where
         self.policy.watermark(tombstone)
     }
 
+    /// Sets the key and tombstone gauges (feature `metrics`) after a restore or an import.
+    fn report_held(&self) {
+        self.policy.metrics.tracked(self.map.len());
+        self.policy
+            .metrics
+            .tombstones_held(|| self.tombstones.len());
+    }
+
     /// One step of a sweep: drops the shard's tombstones the floor covers, then removes its
     /// entries fresh by the horizon, each leaving the tombstone `bounds` asks for before it is
     /// unlinked.
@@ -452,6 +459,9 @@ where
         for (key, tombstone) in left_for_later {
             leave_tombstone(&key, tombstone);
         }
+        self.policy
+            .metrics
+            .tombstones_held(|| self.tombstones.len());
         removed
     }
 }
@@ -569,12 +579,13 @@ where
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.limits.check_weight(&self.policy.window, n)?;
-        Ok(self.with_entry(key, now, |watermark, entry| {
+        let admitted = self.with_entry(key, now, |watermark, entry| {
             if now < watermark {
                 return Ok(false);
             }
             entry.check_and_hit_n(now, n)
-        }))
+        });
+        Ok(self.policy.metrics.decided(admitted))
     }
 
     /// [`RateLimiter::status`], asked with any borrowed form of the key.
@@ -667,8 +678,11 @@ where
     }
 
     fn remove_idle(&self, now: u64) -> usize {
-        self.policy
-            .remove_idle(now, |shard, bounds| self.sweep_shard(shard, bounds))
+        let removed = self
+            .policy
+            .remove_idle(now, |shard, bounds| self.sweep_shard(shard, bounds));
+        self.policy.metrics.tracked(self.map.len());
+        removed
     }
 
     fn tracked_keys(&self) -> usize {
@@ -778,6 +792,7 @@ where
             let watermark = (*watermark).max(self.removal_watermark(key));
             self.install(key, state, watermark);
         }
+        self.report_held();
         Ok(Restored {
             keys: states.len(),
             tombstones: snapshot.tombstones.len(),
@@ -789,6 +804,7 @@ where
         for (key, state) in &grouped {
             self.install(key, state, self.removal_watermark(key));
         }
+        self.report_held();
         Restored {
             keys: grouped.len(),
             tombstones: 0,

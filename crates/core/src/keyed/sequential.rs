@@ -144,9 +144,12 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         self.tracked += 1;
         let (windows, tombstones, tracked) =
             (&mut self.shards, &mut self.tombstones, &mut self.tracked);
+        let metrics = &self.policy.metrics;
         self.policy.after_creation(now, *tracked, |shard, bounds| {
-            *tracked -= sweep_shard::<K, W>(&mut windows[shard], &mut tombstones[shard], bounds);
-            *tracked
+            let removed = sweep_shard::<K, W>(&mut windows[shard], &mut tombstones[shard], bounds);
+            *tracked -= removed;
+            metrics.tombstones_held(|| tombstones_held(tombstones));
+            (removed, *tracked)
         });
         result
     }
@@ -169,9 +172,10 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.limits.check_weight(&self.policy.window, n)?;
-        Ok(self.with_window(key, now, |watermark, window| {
+        let admitted = self.with_window(key, now, |watermark, window| {
             now >= watermark && window.check_and_hit_n(now, n)
-        }))
+        });
+        Ok(self.policy.metrics.decided(admitted))
     }
 
     #[inline]
@@ -250,12 +254,28 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
     fn remove_idle(&mut self, now: u64) -> usize {
         let (windows, tombstones, tracked) =
             (&mut self.shards, &mut self.tombstones, &mut self.tracked);
-        self.policy.remove_idle(now, |shard, bounds| {
+        let removed = self.policy.remove_idle(now, |shard, bounds| {
             let removed = sweep_shard::<K, W>(&mut windows[shard], &mut tombstones[shard], bounds);
             *tracked -= removed;
             removed
-        })
+        });
+        self.report_held();
+        removed
     }
+
+    /// Sets the key and tombstone gauges (feature `metrics`) after a sweep, a restore or an
+    /// import.
+    fn report_held(&self) {
+        self.policy.metrics.tracked(self.tracked);
+        self.policy
+            .metrics
+            .tombstones_held(|| tombstones_held(&self.tombstones));
+    }
+}
+
+/// The tombstones of every shard (for the metrics gauge: only counted with feature `metrics`).
+fn tombstones_held<K>(tombstones: &[HashMap<K, u64, KeyHasher>]) -> usize {
+    tombstones.iter().map(HashMap::len).sum()
 }
 
 /// One step of a sweep over one shard: the concurrent shape's `sweep_shard`, on plain maps.
@@ -637,6 +657,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
                 (*watermark).max(self.removal_watermark(self.policy.shard_of(key), key));
             self.install(key, state, watermark);
         }
+        self.report_held();
         Ok(Restored {
             keys: states.len(),
             tombstones: snapshot.tombstones.len(),
@@ -653,6 +674,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
             let watermark = self.removal_watermark(self.policy.shard_of(key), key);
             self.install(key, state, watermark);
         }
+        self.report_held();
         Restored {
             keys: grouped.len(),
             tombstones: 0,

@@ -10,6 +10,8 @@ mod edges;
 mod limit;
 mod limit_changes;
 mod memory;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod pool;
 mod properties;
 mod race;

@@ -13,6 +13,8 @@ mod cluster;
 mod exact;
 mod failure;
 mod lease;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod multiprocess;
 mod recipe;
 mod server;

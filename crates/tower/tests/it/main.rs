@@ -8,4 +8,6 @@ mod axum_server;
 mod fields;
 mod hyper_server;
 mod keys;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod support;
