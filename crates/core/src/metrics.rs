@@ -65,6 +65,11 @@ pub const LIMITER_LABEL: &str = "limiter";
 /// is not set.
 pub const DEFAULT_LIMITER_NAME: &str = "default";
 
+/// Without the feature `metrics` nothing is recorded, so there is nothing to describe: this
+/// does nothing (it exists so that callers need no `cfg` of their own).
+#[cfg(not(feature = "metrics"))]
+pub fn describe() {}
+
 /// Gives the installed recorder each metric's unit and description (the exporters show them,
 /// Prometheus as `# HELP`). Call it once, after installing the recorder.
 #[cfg(feature = "metrics")]

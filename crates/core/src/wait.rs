@@ -61,8 +61,8 @@
 //! [`AsyncLimiter::with_jitter`] adds a random delay in `[0, max]` to every sleep, so that
 //! waiters in many processes (or many `AsyncLimiter`s over one shared limit) that would
 //! all wake at the same instant spread out. Within one `AsyncLimiter` the queue already
-//! serialises a key's waiters; jitter there only delays them. The generator is splitmix64,
-//! seeded from the process's hash randomness, or from a fixed seed with
+//! serialises a key's waiters; jitter there only delays them. Each delay is a seeded hash
+//! of the draw's index (foldhash), seeded from the process's hash randomness, or from a fixed seed with
 //! [`AsyncLimiter::with_seeded_jitter`] for reproducible runs.
 //!
 //! # Implementation

@@ -27,6 +27,11 @@ pub const LEASES: &str = "slidelimit_redis_leases_total";
 /// Counter: leased decisions made without a round trip, by `outcome`.
 pub const LEASE_DECISIONS: &str = "slidelimit_redis_lease_decisions_total";
 
+/// Without the feature `metrics` nothing is recorded, so there is nothing to describe: this
+/// does nothing (it exists so that callers need no `cfg` of their own).
+#[cfg(not(feature = "metrics"))]
+pub fn describe() {}
+
 /// Gives the installed recorder each metric's unit and description. Call it once, after
 /// installing the recorder.
 #[cfg(feature = "metrics")]

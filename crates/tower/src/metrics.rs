@@ -22,6 +22,11 @@ use http::StatusCode;
 /// Counter: responses, by `status` and `decision`.
 pub const RESPONSES: &str = "slidelimit_http_responses_total";
 
+/// Without the feature `metrics` nothing is recorded, so there is nothing to describe: this
+/// does nothing (it exists so that callers need no `cfg` of their own).
+#[cfg(not(feature = "metrics"))]
+pub fn describe() {}
+
 /// Gives the installed recorder the metric's unit and description.
 #[cfg(feature = "metrics")]
 pub fn describe() {

@@ -1,20 +1,26 @@
-//! The jitter option: a random extra delay in `[0, max]` added to each sleep, drawn from a
-//! small seeded generator (splitmix64), so no `rand` dependency is needed.
+//! The jitter option: a random extra delay in `[0, max]` added to each sleep. Draw `i` is
+//! the seeded foldhash (quality variant) of `i`: a counter through a keyed mixer, so the
+//! core needs no generator of its own (the workspace's one seeded generator, for tools and
+//! tests, is `slidelimit_trace::rng`) and no `rand`, and drawing takes no lock.
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-/// Extra delays of at most `max_nanos`, from one generator shared by every waiter of an
-/// [`AsyncLimiter`](super::AsyncLimiter).
+use foldhash::quality::FixedState;
+
+/// Extra delays of at most `max_nanos`, drawn by every waiter of an
+/// [`AsyncLimiter`](super::AsyncLimiter) from one seeded stream.
 #[derive(Debug)]
 pub(super) struct Jitter {
     max_nanos: u64,
-    // A std mutex around one word: taken once per sleep, never across an await. Waiting is
-    // not on the limiters' lock-free path, so it uses std's lock directly (loom models
-    // threads, not tasks).
-    state: Mutex<SplitMix64>,
+    /// The seed: draw `i` is `mixer.hash_one(i)`.
+    mixer: FixedState,
+    /// How many delays were drawn: the next draw's index. Waiting is not on the limiters'
+    /// lock-free path and not modelled by loom (loom models threads, not tasks), so it uses
+    /// std's atomic directly.
+    draws: AtomicU64,
 }
 
 impl Jitter {
@@ -22,7 +28,8 @@ impl Jitter {
     pub(super) fn seeded(max: Duration, seed: u64) -> Self {
         Self {
             max_nanos: u64::try_from(max.as_nanos()).unwrap_or(u64::MAX),
-            state: Mutex::new(SplitMix64(seed)),
+            mixer: FixedState::with_seed(seed),
+            draws: AtomicU64::new(0),
         }
     }
 
@@ -41,13 +48,9 @@ impl Jitter {
 
     /// The next extra delay.
     pub(super) fn draw(&self) -> Duration {
-        // A panic elsewhere cannot leave one word half-written: keep using it.
-        let word = self
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .next_u64();
-        Duration::from_nanos(scale(word, self.max_nanos))
+        // Relaxed: only hands each draw its own index; no other memory is published with it.
+        let index = self.draws.fetch_add(1, Ordering::Relaxed);
+        Duration::from_nanos(scale(self.mixer.hash_one(index), self.max_nanos))
     }
 }
 
@@ -59,34 +62,10 @@ fn scale(word: u64, max: u64) -> u64 {
     ((u128::from(word) * span) >> 64) as u64
 }
 
-/// Sebastiano Vigna's splitmix64: a 64-bit counter through a bijective mixer. Not
-/// cryptographic; enough to spread wake-ups apart.
-#[derive(Debug)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{scale, Jitter, SplitMix64};
+    use super::{scale, Jitter};
     use std::time::Duration;
-
-    #[test]
-    fn splitmix64_matches_its_reference_outputs() {
-        // The first outputs from seed 1234567, as the algorithm's published C code gives them.
-        let mut g = SplitMix64(1_234_567);
-        assert_eq!(g.next_u64(), 6_457_827_717_110_365_317);
-        assert_eq!(g.next_u64(), 3_203_168_211_198_807_973);
-        assert_eq!(g.next_u64(), 9_817_491_932_198_370_423);
-    }
 
     #[test]
     fn scale_covers_exactly_zero_to_max() {
@@ -105,6 +84,15 @@ mod tests {
         assert!(draws.iter().all(|d| *d <= max));
         assert!(draws.iter().any(|d| *d > max / 2) && draws.iter().any(|d| *d < max / 2));
         assert!((0..1_000).map(|_| b.draw()).eq(draws.iter().copied()));
+        let c = Jitter::seeded(max, 43);
+        let other: Vec<Duration> = (0..1_000).map(|_| c.draw()).collect();
+        assert_ne!(other, draws, "another seed, another stream");
+        // Spread over the range, not bunched: every tenth of it is drawn.
+        let mut tenths = [0u32; 10];
+        for d in &draws {
+            tenths[((d.as_nanos() * 10 / (max.as_nanos() + 1)) as usize).min(9)] += 1;
+        }
+        assert!(tenths.iter().all(|&n| (50..150).contains(&n)), "{tenths:?}");
         assert_eq!(Jitter::seeded(Duration::ZERO, 42).draw(), Duration::ZERO);
     }
 }

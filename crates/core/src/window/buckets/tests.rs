@@ -241,16 +241,10 @@ fn run_both(window: RollingBuckets, ops: &[(u8, u64, u64)]) -> Vec<bool> {
     answers
 }
 
-/// A small deterministic generator (SplitMix64).
+/// A reproducible trace of `(key, tick, weight)` from the workspace's seeded generator.
 fn trace(seed: u64, len: usize, spread: u64, max_n: u64) -> Vec<(u8, u64, u64)> {
-    let mut state = seed;
-    let mut next = move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
+    let mut rng = slidelimit_trace::rng::SplitMix64::new(seed);
+    let mut next = move || rng.next_u64();
     let mut now = 0u64;
     (0..len)
         .map(|_| {
