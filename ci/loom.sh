@@ -47,6 +47,7 @@ mutants=(
     "pool_decide_then_store pool"
     "pool_skip_late_check pool"
     "pool_raise_by_load_store pool"
+    "pool_full_join_without_raise pool"
     "swap_without_retire limits"
     "hit_drop_unpublished limits"
 )

@@ -330,25 +330,69 @@ fn p3_release_races_a_join() {
             threads: &[&[15, 16], &[14]],
             tail: &[],
         });
-        let a = out.answers(0);
-        let b = out.answers(1);
-        if b == [Ok(1)] {
-            // Both refused. The reason may be `NoBucket`: a call that reads its view after
-            // 14 raised bucket 0's cooldown end to 24 but before 14's CAS counts the use sees
-            // one use held and a closed bucket that will not cool down until 24.
-            assert!(
-                a.iter()
-                    .all(|answer| matches!(answer, Err(Refusal::Exhausted | Refusal::NoBucket))),
-                "14 joined bucket 0: it is held until 24, but 15 and 16 got {a:?}"
-            );
-        } else {
-            assert_eq!(
-                b,
-                [Err(Refusal::Late)],
-                "15 released bucket 0 before 14 came"
-            );
-            assert_eq!(a, [Ok(1), Ok(2)], "15 released bucket 0 and 16 joined 15");
-        }
+        assert_p3_answers(&out);
+    });
+}
+
+/// The three ways P3 can end, and the answers P3b's tail at 24, 24 may get after each.
+fn assert_p3_answers(out: &Outcome) -> Vec<[Answer; 2]> {
+    let a = out.answers(0);
+    let b = out.answers(1);
+    if b == [Ok(1)] {
+        // 14 joined bucket 0 first: it is held until 24, and both of A's calls are refused
+        // as exhausted (never `NoBucket`, even when A read its view after 14 raised bucket
+        // 0's cooldown end but before 14's CAS counted the use: see P3b).
+        assert_eq!(
+            a,
+            [Err(Refusal::Exhausted), Err(Refusal::Exhausted)],
+            "14 joined bucket 0: it is held until 24"
+        );
+        // Bucket 0 cooled down at 24, unless a call of A that lost its CAS raised its end
+        // to 25 or 26 first (a raise for a use that never happened only holds it longer).
+        vec![
+            [Ok(2), Ok(3)],
+            [Err(Refusal::Exhausted), Err(Refusal::Exhausted)],
+        ]
+    } else if a == [Ok(1), Ok(2)] {
+        assert_eq!(
+            b,
+            [Err(Refusal::Late)],
+            "15 released bucket 0 before 14 came"
+        );
+        vec![[Err(Refusal::Exhausted), Err(Refusal::Exhausted)]]
+    } else {
+        // A read its view after 14 raised bucket 0's cooldown end to 24 and before 14's CAS:
+        // bucket 0 seemed closed, held and not cooled down, with a use free and no slot to
+        // open. A joins it past its time threshold (its cooldown end becomes 25); 14's CAS
+        // fails and 14 finds every use held.
+        assert_eq!(a, [Ok(1), Err(Refusal::Exhausted)], "15 joined bucket 0");
+        assert_eq!(b, [Err(Refusal::Exhausted)], "bucket 0 holds 5 and 15");
+        vec![[Err(Refusal::Exhausted), Err(Refusal::Exhausted)]]
+    }
+}
+
+/// P3b: P3, then the main thread at 24 twice. Where 15 joined bucket 0 past its threshold, the
+/// join must have raised bucket 0's cooldown end to 25 (14's raise to 24 was for a use that
+/// never happened): 24 finds every use held. Elsewhere 24 gets two uses (bucket 0 cooled down
+/// at 24, unless a lost raise held it longer) or none (15 and 16 hold bucket 1 until 26).
+fn p3b_a_full_ring_join_extends_the_cooldown() {
+    check("pool::p3b_a_full_ring_join_extends_the_cooldown", || {
+        let out = run(&Scenario {
+            keys: 1,
+            uses_per_key: 2,
+            mode: PoolMode::TimeBound {
+                threshold_ticks: 10,
+            },
+            prefix: &[5],
+            threads: &[&[15, 16], &[14]],
+            tail: &[24, 24],
+        });
+        let allowed = assert_p3_answers(&out);
+        let tail = out.tail_answers();
+        assert!(
+            allowed.iter().any(|answers| answers[..] == tail[..]),
+            "tail at 24, 24 got {tail:?}, expected one of {allowed:?}"
+        );
     });
 }
 
@@ -426,6 +470,11 @@ fn p3() {
 }
 
 #[test]
+fn p3b() {
+    p3b_a_full_ring_join_extends_the_cooldown();
+}
+
+#[test]
 fn p4() {
     p4_late_caller_after_a_release();
 }
@@ -472,4 +521,14 @@ fn mutant_pool_skip_late_check_caught_by_p4() {
 #[should_panic(expected = "window oracle:")]
 fn mutant_pool_raise_by_load_store_caught_by_p5() {
     p5_out_of_order_uses_raise_the_newest();
+}
+
+/// A join past the thresholds of a full ring that does not extend the bucket's cooldown end:
+/// 15 joins bucket 0, whose end stays at 24 (raised for 14's use, which never happened); 24
+/// releases it and takes two uses beside 15, three in (14, 24].
+#[test]
+#[cfg(slidelimit_loom_mutant = "pool_full_join_without_raise")]
+#[should_panic(expected = "window oracle:")]
+fn mutant_pool_full_join_without_raise_caught_by_p3b() {
+    p3b_a_full_ring_join_extends_the_cooldown();
 }

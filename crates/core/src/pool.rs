@@ -27,9 +27,11 @@
 //! oldest first. A call:
 //! 1. is refused as **late** if its `now` is below the release watermark, the latest cooldown
 //!    end of a bucket released so far (by a call with a later `now`);
-//! 2. if all `L` uses are held, or no bucket takes the use and the ring already holds as many
-//!    buckets as the bound (cooled ones are released lazily), releases the oldest bucket if it
-//!    has cooled down by `now`, and is refused otherwise;
+//! 2. if all `L` uses are held, releases the oldest bucket if it has cooled down by `now`,
+//!    and is refused ([`Refusal::Exhausted`]) otherwise; if no bucket takes the use and the
+//!    ring already holds as many buckets as the bound (cooled ones are released lazily),
+//!    releases the oldest bucket if it has cooled down by `now`, and otherwise joins the
+//!    newest bucket past its thresholds (only out-of-order `now`s get here: see below);
 //! 3. joins the newest bucket if it takes the use, or opens the next one.
 //!
 //! `Exact` is the same algorithm with `k = 1` and no `τ` (one bucket per use, `L + 1` slots);
@@ -43,15 +45,21 @@
 //! - With non-decreasing `now`: `Exact` answers exactly like a sorted log of every use;
 //!   `TimeBound` refuses only when every held use was made within `T + τ` (relaxation A),
 //!   `CountBound` only when fewer than `k` uses are truly free (B), `Both` only when both hold
-//!   (AB). No more than [`bucket_bound`] buckets are ever held, so [`Refusal::NoBucket`] never
-//!   happens.
+//!   (AB). No more than [`bucket_bound`] buckets are ever held, so step 2 never joins a
+//!   bucket past its thresholds.
 //! - Under concurrency, calls are linearised by their CAS. A call whose `now` lags behind a
 //!   release is refused as [`Refusal::Late`] (like a late caller of the keyed limiters); a
 //!   thread that lost a race to open a bucket may still raise that slot's opening or newest-use
 //!   tick to its own `now`, so the relaxations stretch by how far apart racing `now`s are,
 //!   never the other way.
-//! - Out-of-order `now` never panics and never breaks safety. A bucket may then be held past
-//!   the bound (a refusal [`Refusal::NoBucket`]), and a `now` far in the future (bad input) is
+//! - Refusal reasons mean what they say, in any order and under any contention: a call is
+//!   refused only as [`Refusal::Exhausted`] (every use is held by a bucket that has not
+//!   cooled down by its `now`, as its own decision read the ledger) or [`Refusal::Late`].
+//!   Out-of-order `now`s may open more buckets than the bound; a call that then finds every
+//!   slot held joins the newest bucket past its `k`/`τ` thresholds instead of being refused
+//!   (a join is safe in any bucket: it holds the bucket's uses until this use's cooldown end
+//!   too; the thresholds only shape false negatives).
+//! - Out-of-order `now` never panics and never breaks safety. A `now` far in the future (bad input) is
 //!   a use at that time: it holds its bucket, and every bucket opened after it (they are
 //!   released oldest first), until that time plus `T`, so the pool refuses once its other uses
 //!   are spent. Callers that cannot trust their clock should clamp it.
@@ -145,16 +153,37 @@ pub enum Refusal {
     /// Every use is held by a bucket that has not cooled down (a false negative only where
     /// the pool's mode allows one).
     Exhausted,
-    /// Every bucket slot is held and none has cooled down. In a sequence of calls with
-    /// non-decreasing `now` this never happens (the ring is sized by [`bucket_bound`]);
-    /// out-of-order `now` can cause it, and so can a race: a call that sees a concurrent
-    /// join's raised cooldown end before the CAS that counts its use gives this reason where
-    /// [`Refusal::Exhausted`] is meant.
+    /// Never returned any more; kept so that existing matches compile. It meant that every
+    /// bucket slot was held and none had cooled down while uses were free: out-of-order
+    /// `now`s (and a race with a concurrent join) could cause it, so under contention it
+    /// answered where [`Refusal::Exhausted`] was meant. Such a call now joins the newest
+    /// bucket instead (see the module docs).
     NoBucket,
     /// The call's `now` is below the cooldown end of a bucket that a call with a later `now`
     /// already released: the caller is late (descheduled after reading its clock, or out of
     /// order), and using what that release freed could break the limit at its own `now`.
     Late,
+}
+
+// Hidden: a hook for the stress tests, which check every refusal's reason against the ledger
+// its decision read; not part of the API a user builds on.
+#[doc(hidden)]
+/// A refusal with what its decision read: one consistent view of the ledger (the control
+/// word, re-read after the slot fields, had not changed) and the release watermark read after
+/// it.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefusalWitness {
+    /// The reason given.
+    pub refusal: Refusal,
+    /// The call's `now` (clamped as the ledger stores ticks).
+    pub now: u64,
+    /// Uses held by the buckets in the view.
+    pub held_uses: u64,
+    /// When the oldest held bucket cools down (`u64::MAX` with none held).
+    pub head_cooled_at: u64,
+    /// The release watermark.
+    pub released_through: u64,
 }
 
 /// What a call at `now` would get, without taking anything ([`KeyPool::status`]).
@@ -189,6 +218,13 @@ pub trait UseLedger: Send + Sync + Sized {
     /// # Errors
     /// The [`Refusal`] that applies.
     fn take(&self, now: u64) -> Result<u64, Refusal>;
+    // Hidden: for the stress tests (see `RefusalWitness`).
+    #[doc(hidden)]
+    /// [`UseLedger::take`], each refusal with what its decision read.
+    ///
+    /// # Errors
+    /// The [`Refusal`] that applies, with its witness.
+    fn take_witnessed(&self, now: u64) -> Result<u64, RefusalWitness>;
     /// What a call at `now` would get, without taking anything.
     fn status(&self, now: u64) -> PoolStatus;
     /// Bytes this ledger holds (its ring included), for memory reports.

@@ -4,7 +4,7 @@
 
 use super::control::Control;
 use super::geometry::PoolGeometry;
-use super::{PoolStatus, Refusal};
+use super::{PoolStatus, Refusal, RefusalWitness};
 use crate::sync::{retry_hint, Backoff};
 use crate::window::MAX_TICK;
 
@@ -125,7 +125,30 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
 ///
 /// One decision, one CAS: release the oldest bucket if the pool needs its uses or its slot
 /// and it has cooled down, then join the newest bucket or open the next one.
+#[inline]
 pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refusal> {
+    decide(cells, now, |refusal, _| refusal)
+}
+
+/// [`take`], with each refusal given with the ledger as the decision read it.
+pub(crate) fn take_witnessed<C: LedgerCells>(
+    cells: &mut C,
+    now: u64,
+) -> Result<u64, RefusalWitness> {
+    decide(cells, now, |refusal, witness| RefusalWitness {
+        refusal,
+        ..witness
+    })
+}
+
+/// The decision of [`take`]; a refusal is answered by `refused(reason, what the decision
+/// read)` (the witness's own `refusal` field is a placeholder there).
+#[inline(always)]
+fn decide<C: LedgerCells, E>(
+    cells: &mut C,
+    now: u64,
+    refused: impl Fn(Refusal, RefusalWitness) -> E,
+) -> Result<u64, E> {
     let now = now.min(MAX_TICK);
     let geometry = *cells.geometry();
     let mut word = cells.control();
@@ -137,28 +160,45 @@ pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refus
         let skip_late_check = cfg!(slidelimit_loom_mutant = "pool_skip_late_check");
         // Read after the view's control word: a release that word reflects raised the
         // watermark before its CAS.
-        if now < cells.released_through() && !skip_late_check {
+        let released_through = cells.released_through();
+        let witness = || RefusalWitness {
+            refusal: Refusal::Late,
+            now,
+            held_uses: view.held,
+            head_cooled_at: view.head_cooled_at,
+            released_through,
+        };
+        if now < released_through && !skip_late_check {
             // A call with a later `now` released a bucket that has not cooled down by this
             // call's `now`; using its uses here could hand a key out twice within T.
-            return Err(Refusal::Late);
+            return Err(refused(Refusal::Late, witness()));
         }
         let mut next = view.control;
         let mut join = view.newest_accepts;
+        // Whether this call joins the newest bucket past its thresholds (below).
+        let mut join_past_thresholds = false;
         let out_of_uses = view.held >= geometry.total_uses;
         if out_of_uses || (!join && next.live >= geometry.ring_limit()) {
             if view.head_cooled_at > now {
-                return Err(if out_of_uses {
-                    Refusal::Exhausted
-                } else {
-                    Refusal::NoBucket
-                });
+                if out_of_uses {
+                    return Err(refused(Refusal::Exhausted, witness()));
+                }
+                // Uses are free, but every slot holds a bucket and the oldest has not cooled
+                // down: out-of-order `now`s (or a join racing this call's view) opened more
+                // buckets than the bound. Join the newest bucket past its `k`/`τ` thresholds
+                // rather than refuse: a join is safe in any bucket (it only holds the
+                // bucket's uses until this use's cooldown end too), and the thresholds only
+                // shape false negatives, which never come from here with ordered `now`s.
+                join = true;
+                join_past_thresholds = true;
+            } else {
+                // Published before the CAS that releases: whoever sees the new head sees it.
+                // A releaser that loses its CAS leaves a value no later than its own `now`.
+                cells.raise_released_through(view.head_cooled_at);
+                next.head = (next.head + 1) % geometry.slots;
+                next.live -= 1;
+                join &= next.live > 0;
             }
-            // Published before the CAS that releases: whoever sees the new head sees it. A
-            // releaser that loses its CAS leaves a value no later than its own `now`.
-            cells.raise_released_through(view.head_cooled_at);
-            next.head = (next.head + 1) % geometry.slots;
-            next.live -= 1;
-            join &= next.live > 0;
         }
         let seq = view.next_seq;
         let cooled_at = geometry.cooled_at(now);
@@ -176,8 +216,15 @@ pub(crate) fn take<C: LedgerCells>(cells: &mut C, now: u64) -> Result<u64, Refus
             retry_hint();
             continue;
         }
+        // The `pool_full_join_without_raise` mutant deliberately joins a full ring's newest
+        // bucket without extending its cooldown end, so the bucket may be released while
+        // this use is still within T.
+        let skip_raise =
+            join_past_thresholds && cfg!(slidelimit_loom_mutant = "pool_full_join_without_raise");
         if join {
-            cells.raise_cooled_at(view.newest, cooled_at);
+            if !skip_raise {
+                cells.raise_cooled_at(view.newest, cooled_at);
+            }
         } else {
             let slot = ((next.head + next.live) % geometry.slots) as usize;
             cells.raise_first_seq(slot, seq);
@@ -229,13 +276,12 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
             retry_hint();
             continue;
         }
-        let newest_accepts = view.newest_accepts && live > 0;
+        // A call that finds every slot held with uses free joins the newest bucket (see
+        // `take`), so the only refusals are these two.
         let refusal = if now < released_through {
             Some(Refusal::Late)
         } else if held >= geometry.total_uses {
             Some(Refusal::Exhausted)
-        } else if !newest_accepts && live >= geometry.ring_limit() {
-            Some(Refusal::NoBucket)
         } else {
             None
         };

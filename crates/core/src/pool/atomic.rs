@@ -11,10 +11,10 @@
 //!   previous decision's) and `Acquire` on failure (the word found is read like a load).
 //! - Nothing relies on `SeqCst`: a decision is valid exactly when its CAS succeeds.
 
-use super::algorithm::{status, take, LedgerCells, LedgerReads};
+use super::algorithm::{status, take, take_witnessed, LedgerCells, LedgerReads};
 use super::control::Control;
 use super::geometry::PoolGeometry;
-use super::{PoolStatus, Refusal, UseLedger};
+use super::{PoolStatus, Refusal, RefusalWitness, UseLedger};
 use crate::sync::{AtomicU64, Ordering};
 
 /// One bucket slot's three words (see [`LedgerReads`] for what each holds).
@@ -84,6 +84,9 @@ impl UseLedger for AtomicLedger {
     }
     fn take(&self, now: u64) -> Result<u64, Refusal> {
         take(&mut &*self, now)
+    }
+    fn take_witnessed(&self, now: u64) -> Result<u64, RefusalWitness> {
+        take_witnessed(&mut &*self, now)
     }
     fn status(&self, now: u64) -> PoolStatus {
         status(self, now)

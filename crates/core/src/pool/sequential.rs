@@ -1,9 +1,9 @@
 //! The key-pool ledger in plain integers, for use under a lock (the `Mutex` sibling).
 
-use super::algorithm::{status, take, LedgerCells, LedgerReads};
+use super::algorithm::{status, take, take_witnessed, LedgerCells, LedgerReads};
 use super::control::Control;
 use super::geometry::PoolGeometry;
-use super::{PoolStatus, Refusal, UseLedger};
+use super::{PoolStatus, Refusal, RefusalWitness, UseLedger};
 use crate::keyed::sequential::TableLock;
 
 /// One bucket slot: the first use's sequence number, the opening tick, the cooldown end.
@@ -117,6 +117,9 @@ impl<L: TableLock<SequentialLedger>> UseLedger for LockedLedger<L> {
     }
     fn take(&self, now: u64) -> Result<u64, Refusal> {
         self.state.write(|ledger| ledger.take(now))
+    }
+    fn take_witnessed(&self, now: u64) -> Result<u64, RefusalWitness> {
+        self.state.write(|ledger| take_witnessed(ledger, now))
     }
     fn status(&self, now: u64) -> PoolStatus {
         self.state.read(|ledger| ledger.status(now))

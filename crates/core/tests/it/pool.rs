@@ -10,6 +10,7 @@ mod bound;
 mod construction;
 mod late;
 mod properties;
+mod reasons;
 mod seed_example;
 mod stress;
 
