@@ -62,7 +62,8 @@
 //! - Out-of-order `now` never panics and never breaks safety. A `now` far in the future (bad input) is
 //!   a use at that time: it holds its bucket, and every bucket opened after it (they are
 //!   released oldest first), until that time plus `T`, so the pool refuses once its other uses
-//!   are spent. Callers that cannot trust their clock should clamp it.
+//!   are spent. Callers whose ticks come from a clock they cannot trust use
+//!   [`KeyPool::take_stamped`], which caps a stamp at their own clock.
 //!
 //! # Why a fixed cyclic order of names is safe
 //! A fixed order of names is plainly enough when time only moves forward. The ledger gives
@@ -138,6 +139,8 @@ mod sequential;
 
 use std::collections::HashMap;
 use std::hash::Hash;
+
+use crate::clock::Clock;
 
 pub use atomic::AtomicLedger;
 pub use geometry::{
@@ -291,6 +294,38 @@ impl<N: Hash + Eq + Send + Sync, G: UseLedger> KeyPool<N, G> {
         let seq = self.ledger.take(now)?;
         // The remainder is below the number of names, which is a usize.
         Ok((seq % self.ledger.geometry().keys) as usize)
+    }
+
+    /// [`KeyPool::take`] for a use stamped `stamped` by a caller whose clock this process
+    /// does not trust, judged against `clock` (this process's own time, in the pool's ticks):
+    /// - a stamp ahead of the clock counts as made at the clock's tick, as
+    ///   [`RateLimiter::check_and_hit_stamped`](crate::limiter::RateLimiter::check_and_hit_stamped)
+    ///   counts it: however far ahead (`u64::MAX` included), the use it takes is held one
+    ///   cooldown from the clock's tick, and the pool serves everyone else as before;
+    /// - a stamp a whole cooldown or more behind the clock is refused as
+    ///   [`Refusal::Late`] and recorded nowhere: the use it asks for would already have cooled
+    ///   down, and the key is wanted now;
+    /// - any other stamp is taken as it is (it may be refused as late, like any call).
+    ///
+    /// The pool's guarantee holds for the ticks it records: the stamps, capped at the clock.
+    ///
+    /// # Errors
+    /// The [`Refusal`] that applies.
+    pub fn take_stamped(&self, stamped: u64, clock: &dyn Clock) -> Result<usize, Refusal> {
+        let now = clock.now_ticks();
+        if stamped.saturating_add(self.ledger.geometry().cooldown_ticks()) <= now {
+            return Err(Refusal::Late);
+        }
+        self.take(stamped.min(now))
+    }
+
+    /// [`KeyPool::get_next_key`] for a use stamped by an untrusted clock, judged against
+    /// `clock` as [`KeyPool::take_stamped`] does.
+    #[must_use]
+    pub fn get_next_key_stamped(&self, stamped: u64, clock: &dyn Clock) -> Option<&N> {
+        self.take_stamped(stamped, clock)
+            .ok()
+            .map(|index| &self.names[index])
     }
 
     /// Takes one use at `now` without naming a key (anonymous: the caller needs no key name).

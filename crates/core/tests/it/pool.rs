@@ -6,6 +6,7 @@
 //! reach the bucket bound, late callers and extreme ticks by hand, property tests and a
 //! multi-threaded stress test.
 
+mod bad_clock;
 mod bound;
 mod construction;
 mod late;
