@@ -85,30 +85,39 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
     loop {
         let control = Control::unpack(word);
         let newest = ((control.head + control.live + geometry.slots - 1) % geometry.slots) as usize;
-        let newest_first = cells.first_seq(newest);
-        let newest_uses = control.uses_since(newest_first);
-        let (held, head_cooled_at) = if control.live == 0 {
-            (0, u64::MAX)
+        let (held, head_cooled_at, head_first) = if control.live == 0 {
+            (0, u64::MAX, 0)
         } else {
             let head = control.head as usize;
+            let head_first = cells.first_seq(head);
             (
-                control.uses_since(cells.first_seq(head)),
+                control.uses_since(head_first),
                 cells.cooled_at(head),
+                head_first,
             )
         };
-        let newest_cooled_at = cells.cooled_at(newest);
-        // A bucket that has cooled down takes no more uses: joining it would hold its old
-        // uses for another T (possible only without a time threshold, or with τ > T).
-        let newest_accepts = control.live > 0
-            && newest_uses < geometry.bucket_uses
-            && newest_cooled_at > now
-            && !geometry.time_closed(cells.opened_at(newest), now);
+        let (next_seq, newest_accepts) = if control.live > 0 && geometry.bucket_uses == 1 {
+            // One use per bucket (the exact pool): the newest bucket is full, and the held
+            // uses run from the head's first to the next. Not reading the newest slot keeps
+            // the line its opener (most likely another thread) just wrote out of this call.
+            (head_first.wrapping_add(held), false)
+        } else {
+            let newest_first = cells.first_seq(newest);
+            let newest_uses = control.uses_since(newest_first);
+            // A bucket that has cooled down takes no more uses: joining it would hold its old
+            // uses for another T (possible only without a time threshold, or with τ > T).
+            let accepts = control.live > 0
+                && newest_uses < geometry.bucket_uses
+                && cells.cooled_at(newest) > now
+                && !geometry.time_closed(cells.opened_at(newest), now);
+            (newest_first.wrapping_add(newest_uses), accepts)
+        };
         let again = cells.control();
         if again == word {
             return View {
                 word,
                 control,
-                next_seq: newest_first.wrapping_add(newest_uses),
+                next_seq,
                 held,
                 newest,
                 newest_accepts,
@@ -177,6 +186,8 @@ fn decide<C: LedgerCells, E>(
         let mut join = view.newest_accepts;
         // Whether this call joins the newest bucket past its thresholds (below).
         let mut join_past_thresholds = false;
+        // The cooldown end of the bucket this call releases, if it releases one.
+        let mut release_through = None;
         let out_of_uses = view.held >= geometry.total_uses;
         if out_of_uses || (!join && next.live >= geometry.ring_limit()) {
             if view.head_cooled_at > now {
@@ -192,9 +203,7 @@ fn decide<C: LedgerCells, E>(
                 join = true;
                 join_past_thresholds = true;
             } else {
-                // Published before the CAS that releases: whoever sees the new head sees it.
-                // A releaser that loses its CAS leaves a value no later than its own `now`.
-                cells.raise_released_through(view.head_cooled_at);
+                release_through = Some(view.head_cooled_at);
                 next.head = (next.head + 1) % geometry.slots;
                 next.live -= 1;
                 join &= next.live > 0;
@@ -202,7 +211,17 @@ fn decide<C: LedgerCells, E>(
         }
         let seq = view.next_seq;
         let cooled_at = geometry.cooled_at(now);
+        // Published before the CAS that releases: whoever sees the new head sees it. A
+        // releaser that loses its CAS leaves a value no later than its own `now`. Raised
+        // last before the CAS, so this call holds the control word's line (the watermark
+        // shares it) for as short a time as it can before the CAS needs it.
+        let publish_release = |cells: &mut C| {
+            if let Some(tick) = release_through {
+                cells.raise_released_through(tick);
+            }
+        };
         if cfg!(slidelimit_loom_mutant = "pool_join_after_cas") && join {
+            publish_release(cells);
             // Deliberately broken: records the use's cooldown end after the CAS that counts
             // it, so a release in between judges the bucket by an older newest use.
             if cells
@@ -234,8 +253,12 @@ fn decide<C: LedgerCells, E>(
             cells.raise_cooled_at(slot, cooled_at);
             next.live += 1;
         }
+        publish_release(cells);
         match cells.replace_control(view.word, next.after_use().pack()) {
-            Ok(()) => return Ok(seq),
+            Ok(()) => {
+                backoff.won();
+                return Ok(seq);
+            }
             Err(found) => {
                 word = found;
                 backoff.lost();

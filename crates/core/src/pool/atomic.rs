@@ -32,6 +32,8 @@ pub struct AtomicLedger {
     geometry: PoolGeometry,
     control: AtomicU64,
     released_through: AtomicU64,
+    /// The ring, spread out (see [`AtomicLedger::slot`]): a power of two of slots, at least
+    /// the geometry's.
     slots: Box<[Slot]>,
     /// Control-word CASes lost to another thread (each retried), so the stress tests can show
     /// that contention really exercised the retry path. Debug builds only; not under loom.
@@ -65,13 +67,36 @@ impl AtomicLedger {
     }
 }
 
+/// The length of the spread-out ring for `slots` ring positions: the next power of two.
+fn spread_len(slots: u64) -> usize {
+    usize::try_from(slots.next_power_of_two()).expect("the ring's slots fit in memory")
+}
+
+/// Ring positions this many slots apart are neighbours in memory: odd, so the map below is a
+/// bijection of the power-of-two array, and 3 × 24 bytes, so neighbouring positions never
+/// share a 64-byte line.
+const SPREAD: usize = 3;
+
+impl AtomicLedger {
+    /// The slot at ring position `position`. Consecutive positions are opened by consecutive
+    /// uses, often by different threads: spread `SPREAD` slots apart, two openers never write
+    /// one cache line (in the exact pool every use opens a slot, and a shared line cost a
+    /// transfer per use).
+    #[inline]
+    fn slot(&self, position: usize) -> &Slot {
+        &self.slots[position.wrapping_mul(SPREAD) & (self.slots.len() - 1)]
+    }
+}
+
 impl UseLedger for AtomicLedger {
     fn new(geometry: PoolGeometry) -> Self {
         Self {
             geometry,
             control: AtomicU64::new(Control::EMPTY.pack()),
             released_through: AtomicU64::new(0),
-            slots: (0..geometry.slots).map(|_| Slot::default()).collect(),
+            slots: (0..spread_len(geometry.slots))
+                .map(|_| Slot::default())
+                .collect(),
             #[cfg(all(debug_assertions, not(slidelimit_loom)))]
             lost_races: std::sync::atomic::AtomicU64::new(0),
         }
@@ -111,16 +136,16 @@ impl LedgerReads for AtomicLedger {
     }
     fn first_seq(&self, slot: usize) -> u64 {
         // Pairs with the opener's raise (Release) before its CAS.
-        self.slots[slot].first_seq.load(Ordering::Acquire)
+        self.slot(slot).first_seq.load(Ordering::Acquire)
     }
     fn opened_at(&self, slot: usize) -> u64 {
         // Pairs with the opener's raise (Release) before its CAS.
-        self.slots[slot].opened_at.load(Ordering::Acquire)
+        self.slot(slot).opened_at.load(Ordering::Acquire)
     }
     fn cooled_at(&self, slot: usize) -> u64 {
         // Pairs with each user's raise (Release) before its CAS: a releaser that saw a use's
         // CAS sees its cooldown end.
-        self.slots[slot].cooled_at.load(Ordering::Acquire)
+        self.slot(slot).cooled_at.load(Ordering::Acquire)
     }
 }
 
@@ -161,15 +186,15 @@ impl LedgerCells for &AtomicLedger {
     }
     fn raise_first_seq(&mut self, slot: usize, seq: u64) {
         // Before the opening CAS; pairs with the load above.
-        self.slots[slot].first_seq.fetch_max(seq, Ordering::Release);
+        self.slot(slot).first_seq.fetch_max(seq, Ordering::Release);
     }
     fn raise_opened_at(&mut self, slot: usize, tick: u64) {
-        let cell = &self.slots[slot].opened_at;
+        let cell = &self.slot(slot).opened_at;
         // Before the opening CAS; pairs with the load above.
         cell.fetch_max(tick, Ordering::Release);
     }
     fn raise_cooled_at(&mut self, slot: usize, tick: u64) {
-        let cell = &self.slots[slot].cooled_at;
+        let cell = &self.slot(slot).cooled_at;
         if cfg!(slidelimit_loom_mutant = "pool_raise_by_load_store") {
             // Deliberately broken: a maximum by load-then-store, so a smaller raise that
             // loaded before a larger one landed can overwrite it.
