@@ -16,10 +16,11 @@ pub(crate) use std::sync::Mutex;
 /// Under loom this yields, so the model can schedule the thread that makes progress
 /// (loom rejects spin loops that never yield); natively it is a spin-loop hint. The ring and
 /// the buckets keep this single hint rather than a [`Backoff`]: a ring admission that loses a
-/// slot moves on to the next slot instead of retrying the word, and with a backoff on both
-/// windows' lost CASes one hot key at 2–8 threads measured the same (8 interleaved rounds of
-/// 1 s: 42.0 vs 42.0 ns per decision at 2 threads, 44.5 vs 44.6 at 4) for 4.5 more
-/// instructions per admission.
+/// slot moves on to the next slot instead of retrying the word, and with a per-call
+/// exponential backoff on both windows' lost CASes one hot key at 2–8 threads measured the
+/// same (8 interleaved rounds of 1 s: 42.0 vs 42.0 ns per decision at 2 threads, 44.5 vs 44.6
+/// at 4) for 4.5 more instructions per admission. (The key pool's adaptive backoff was not
+/// measured on them.)
 #[inline]
 pub(crate) fn retry_hint() {
     #[cfg(slidelimit_loom)]
