@@ -320,18 +320,24 @@ fn p2b_count_rotation() {
 /// calls raise, to the cooldown end they checked against their own `now`.
 fn p3_release_races_a_join() {
     check("pool::p3_release_races_a_join", || {
-        let out = run(&Scenario {
-            keys: 1,
-            uses_per_key: 2,
-            mode: PoolMode::TimeBound {
-                threshold_ticks: 10,
-            },
-            prefix: &[5],
-            threads: &[&[15, 16], &[14]],
-            tail: &[],
-        });
+        let out = run(&p3_scenario(&[]));
         assert_p3_answers(&out);
     });
+}
+
+/// P3's pool and calls (1 key, X = 2, time-bound τ = 10; prefix 5; threads at 15, 16 and at
+/// 14), then the main thread's `tail`.
+fn p3_scenario(tail: &'static [u64]) -> Scenario {
+    Scenario {
+        keys: 1,
+        uses_per_key: 2,
+        mode: PoolMode::TimeBound {
+            threshold_ticks: 10,
+        },
+        prefix: &[5],
+        threads: &[&[15, 16], &[14]],
+        tail,
+    }
 }
 
 /// The three ways P3 can end, and the answers P3b's tail at 24, 24 may get after each.
@@ -377,16 +383,7 @@ fn assert_p3_answers(out: &Outcome) -> Vec<[Answer; 2]> {
 /// at 24, unless a lost raise held it longer) or none (15 and 16 hold bucket 1 until 26).
 fn p3b_a_full_ring_join_extends_the_cooldown() {
     check("pool::p3b_a_full_ring_join_extends_the_cooldown", || {
-        let out = run(&Scenario {
-            keys: 1,
-            uses_per_key: 2,
-            mode: PoolMode::TimeBound {
-                threshold_ticks: 10,
-            },
-            prefix: &[5],
-            threads: &[&[15, 16], &[14]],
-            tail: &[24, 24],
-        });
+        let out = run(&p3_scenario(&[24, 24]));
         let allowed = assert_p3_answers(&out);
         let tail = out.tail_answers();
         assert!(

@@ -3,8 +3,8 @@
 //! [`Log`] is the reference: every grant's tick, in time order, and what each mode allows at
 //! a tick. [`InOrder`] runs one pool call by call beside it (non-decreasing `now`) and checks
 //! each answer; the submodules are the constructor's errors, a five-key pool end to end, traces that
-//! reach the bucket bound, late callers and extreme ticks by hand, property tests and a
-//! multi-threaded stress test.
+//! reach the bucket bound, late callers and extreme ticks by hand, bad clocks, property tests,
+//! and multi-threaded stress tests ([`contended`] drives their threads over a shared clock).
 
 mod bad_clock;
 mod bound;
@@ -16,9 +16,13 @@ mod seed_example;
 mod stress;
 
 use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::thread;
 
 use slidelimit::pool::{KeyPool, PoolError, PoolMode, PoolStatus, Refusal, UseLedger};
 use slidelimit_mutex::MutexKeyPool;
+use slidelimit_trace::rng::SplitMix64;
 
 /// The same pool twice: lock-free and behind a `Mutex`.
 pub fn both_pools<N: Hash + Eq + Send + Sync + Clone>(
@@ -31,6 +35,52 @@ pub fn both_pools<N: Hash + Eq + Send + Sync + Clone>(
         KeyPool::new(names.iter().cloned(), uses_per_key, cooldown_ticks, mode)?,
         MutexKeyPool::new(names.iter().cloned(), uses_per_key, cooldown_ticks, mode)?,
     ))
+}
+
+/// A shared clock for contended calls: a counter every call advances, one tick per
+/// `calls_per_tick` calls in all, read with a skew of up to `skew` ticks either way.
+#[derive(Clone, Copy, Debug)]
+pub struct SkewedClock {
+    pub start_tick: u64,
+    pub calls_per_tick: u64,
+    pub skew: u64,
+}
+
+/// Runs `calls` calls on each of `threads` threads, released together by a barrier; call `i`
+/// of a thread gets `(thread, now, its generator)` and records into the thread's own `R`.
+/// Returns each thread's `R`, in thread order. The generator of thread `t` is seeded `seed + t`.
+pub fn contended<R: Default + Send>(
+    threads: u64,
+    calls: u64,
+    clock: SkewedClock,
+    seed: u64,
+    call: impl Fn(u64, u64, &mut SplitMix64, &mut R) + Sync,
+) -> Vec<R> {
+    let counter = AtomicU64::new(clock.start_tick * clock.calls_per_tick);
+    let start = Barrier::new(threads as usize);
+    thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|thread| {
+                let (counter, start, call) = (&counter, &start, &call);
+                scope.spawn(move || {
+                    let mut rng = SplitMix64::new(seed + thread);
+                    let mut record = R::default();
+                    start.wait();
+                    for _ in 0..calls {
+                        // Relaxed: the counter is only a clock; the joins publish the records.
+                        let base = counter.fetch_add(1, Ordering::Relaxed) / clock.calls_per_tick;
+                        let now = base + rng.below(2 * clock.skew + 1) - clock.skew;
+                        call(thread, now, &mut rng, &mut record);
+                    }
+                    record
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("worker panicked"))
+            .collect()
+    })
 }
 
 /// The mode's time threshold `τ` (if any) and the most uses a bucket takes `k`.

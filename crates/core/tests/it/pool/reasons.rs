@@ -11,14 +11,9 @@
 //!
 //! Grants are checked as everywhere: no name above `X` uses in any window of `T`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Barrier;
-use std::thread;
-
 use slidelimit::pool::{KeyPool, PoolMode, Refusal, RefusalWitness, UseLedger};
-use slidelimit_trace::rng::SplitMix64;
 
-use super::both_pools;
+use super::{both_pools, contended, SkewedClock};
 use crate::trace::check_safety;
 
 const THREADS: u64 = 4;
@@ -47,34 +42,21 @@ struct Run {
 }
 
 fn hammer<G: UseLedger>(pool: &KeyPool<u32, G>) -> Run {
-    let counter = AtomicU64::new(100 * CALLS_PER_TICK);
-    let start = Barrier::new(THREADS as usize);
-    let runs: Vec<Run> = thread::scope(|scope| {
-        let workers: Vec<_> = (0..THREADS)
-            .map(|thread| {
-                let (counter, start) = (&counter, &start);
-                scope.spawn(move || {
-                    let mut rng = SplitMix64::new(0xA11 + thread);
-                    let mut run = Run::default();
-                    start.wait();
-                    for _ in 0..CALLS_PER_THREAD {
-                        // Relaxed: the counter is only a clock; the joins publish the records.
-                        let base = counter.fetch_add(1, Ordering::Relaxed) / CALLS_PER_TICK;
-                        let now = base + rng.below(2 * SKEW + 1) - SKEW;
-                        match pool.ledger().take_witnessed(now) {
-                            Ok(seq) => run.granted.push((seq % u64::from(KEYS), now)),
-                            Err(witness) => run.refused.push(witness),
-                        }
-                    }
-                    run
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("worker panicked"))
-            .collect()
-    });
+    let clock = SkewedClock {
+        start_tick: 100,
+        calls_per_tick: CALLS_PER_TICK,
+        skew: SKEW,
+    };
+    let runs = contended(
+        THREADS,
+        CALLS_PER_THREAD,
+        clock,
+        0xA11,
+        |_, now, _, run: &mut Run| match pool.ledger().take_witnessed(now) {
+            Ok(seq) => run.granted.push((seq % u64::from(KEYS), now)),
+            Err(witness) => run.refused.push(witness),
+        },
+    );
     let mut all = Run::default();
     for run in runs {
         all.granted.extend(run.granted);

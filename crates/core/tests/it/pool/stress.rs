@@ -17,15 +17,10 @@
 //! path ran (`Refusal::Late`). An `AtomicLedger::lost_races()` counter like
 //! `AtomicRing::lost_races` would let it assert the retry path directly.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Barrier;
-use std::thread;
-
 use slidelimit::pool::{KeyPool, PoolMode, Refusal, UseLedger};
 
-use super::both_pools;
+use super::{both_pools, contended, SkewedClock};
 use crate::trace::check_safety;
-use slidelimit_trace::rng::SplitMix64;
 
 const THREADS: u64 = 4;
 const CALLS_PER_THREAD: u64 = 20_000;
@@ -62,52 +57,41 @@ struct Run {
 }
 
 fn hammer<G: UseLedger>(pool: &KeyPool<u32, G>) -> Run {
-    let counter = AtomicU64::new(1_000 * CALLS_PER_TICK);
-    let start = Barrier::new(THREADS as usize);
-    let runs: Vec<Run> = thread::scope(|scope| {
-        let workers: Vec<_> = (0..THREADS)
-            .map(|thread| {
-                let (counter, start) = (&counter, &start);
-                scope.spawn(move || {
-                    let mut rng = SplitMix64::new(thread + 1);
-                    let mut run = Run::default();
-                    start.wait();
-                    for _ in 0..CALLS_PER_THREAD {
-                        // Relaxed: the counter is only a clock; the joins publish the records.
-                        let base = counter.fetch_add(1, Ordering::Relaxed) / CALLS_PER_TICK;
-                        let now = base + rng.below(2 * SKEW + 1) - SKEW;
-                        run.max_now = run.max_now.max(now);
-                        if rng.below(4) == 0 {
-                            if let Some(&key) = pool.get_next_key(now) {
-                                run.grants.push(Grant {
-                                    thread,
-                                    now,
-                                    key,
-                                    seq: None,
-                                });
-                            }
-                            continue;
-                        }
-                        match pool.ledger().take(now) {
-                            Ok(seq) => run.grants.push(Grant {
-                                thread,
-                                now,
-                                key: (seq % u64::from(KEYS)) as u32,
-                                seq: Some(seq),
-                            }),
-                            Err(Refusal::Late) => run.late += 1,
-                            Err(_) => {}
-                        }
-                    }
-                    run
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("worker panicked"))
-            .collect()
-    });
+    let clock = SkewedClock {
+        start_tick: 1_000,
+        calls_per_tick: CALLS_PER_TICK,
+        skew: SKEW,
+    };
+    let runs = contended(
+        THREADS,
+        CALLS_PER_THREAD,
+        clock,
+        1,
+        |thread, now, rng, run: &mut Run| {
+            run.max_now = run.max_now.max(now);
+            if rng.below(4) == 0 {
+                if let Some(&key) = pool.get_next_key(now) {
+                    run.grants.push(Grant {
+                        thread,
+                        now,
+                        key,
+                        seq: None,
+                    });
+                }
+                return;
+            }
+            match pool.ledger().take(now) {
+                Ok(seq) => run.grants.push(Grant {
+                    thread,
+                    now,
+                    key: (seq % u64::from(KEYS)) as u32,
+                    seq: Some(seq),
+                }),
+                Err(Refusal::Late) => run.late += 1,
+                Err(_) => {}
+            }
+        },
+    );
     let mut all = Run::default();
     for run in runs {
         all.grants.extend(run.grants);
