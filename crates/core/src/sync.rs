@@ -34,17 +34,18 @@ pub(crate) fn retry_hint() {
 /// hints, a call that wins without losing lowers it by one. Under sustained contention the
 /// losers then wait long enough for the winner to run several calls in a row while its cache
 /// lines stay put, instead of every thread re-reading and re-raising them at once; without
-/// contention the level decays to 0 and costs nothing. Under loom it yields, like
-/// [`retry_hint`].
+/// contention the level decays to 0 and costs nothing. The level is the thread's, shared by
+/// every pool it calls (contention is mostly a property of the thread's placement and load).
+/// Under loom it yields, like [`retry_hint`].
 pub(crate) struct Backoff {
     /// Whether this call lost a CAS.
     #[cfg(not(slidelimit_loom))]
     lost: bool,
 }
 
-/// The highest contention level: at most `2^10` spin hints after one lost CAS (about 20 µs on
-/// the 2-core development machine). Measured on the key pool's exact cells: caps of 8, 10,
-/// 12 and 14 were alike at 2 and 4 threads.
+/// The highest contention level: at most `2^10` spin hints after one lost CAS. Measured on the
+/// key pool's exact cells (before the pool's line-traffic changes, `results/pool-contention.md`):
+/// caps of 8, 10, 12 and 14 were alike at 2 and 4 threads.
 #[cfg(not(slidelimit_loom))]
 const MAX_BACKOFF_LEVEL: u32 = 10;
 
