@@ -158,8 +158,8 @@ use crate::clock::Clock;
 
 pub use atomic::AtomicLedger;
 pub use geometry::{
-    additive_bucket_formula, bucket_bound, PoolError, PoolGeometry, PoolMode, MAX_BUCKET_SLOTS,
-    MAX_TOTAL_USES,
+    additive_bucket_formula, bucket_bound, PoolError, PoolGeometry, PoolMode, FAR_FUTURE_HEADROOM,
+    MAX_BUCKET_SLOTS, MAX_TOTAL_USES,
 };
 pub use sequential::{LockedLedger, SequentialLedger};
 

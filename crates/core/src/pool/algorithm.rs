@@ -18,7 +18,8 @@ pub(crate) trait LedgerReads {
     /// only by releasing calls, to the value they checked against their own `now`). A call
     /// below it is late.
     fn released_through(&self) -> u64;
-    /// The full sequence number of the first use in the bucket at `slot`.
+    /// The full sequence number of the first use in the bucket at `slot`, with [`OPENING`]
+    /// set while the bucket's opener has not yet published its fields (see [`LedgerCells`]).
     fn first_seq(&self, slot: usize) -> u64;
     /// The tick at which the bucket at `slot` opened (unused without a time threshold).
     fn opened_at(&self, slot: usize) -> u64;
@@ -48,15 +49,44 @@ impl<T: LedgerReads> LedgerReads for &T {
 }
 
 /// What the algorithm writes. `replace_control` is a CAS in the atomic form (it may fail with
-/// the word found) and always succeeds in the sequential form. Every `raise_*` keeps the
-/// larger of the stored and the given value, so a writer that lost a race can never lower
-/// what the winner wrote.
+/// the word found) and always succeeds in the sequential form.
+///
+/// A bucket is opened in three steps: [`mark_opening`](LedgerCells::mark_opening) writes
+/// `seq | OPENING` into the free slot's `first_seq` (unless it already holds a number at least
+/// `seq`: a newer bucket's, or the same mark), the control CAS opens the bucket, and only its
+/// winner [`publish`](LedgerCells::publish)es the fields by plain stores, `first_seq` last.
+/// Losers leave nothing but a mark in a free slot, and every generation of a slot starts from
+/// its opener's own values: a far-future tick held by one bucket is gone from the slot once
+/// the next bucket opened there is published. A reader that finds `OPENING` knows the bucket's
+/// first number but not its ticks: it neither releases nor joins that bucket.
+///
+/// `raise_*` keep the larger of the stored and the given value (joins, the watermark), so a
+/// writer that lost a race can never lower what a winner wrote.
 pub(crate) trait LedgerCells: LedgerReads {
     fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64>;
     fn raise_released_through(&mut self, tick: u64);
-    fn raise_first_seq(&mut self, slot: usize, seq: u64);
-    fn raise_opened_at(&mut self, slot: usize, tick: u64);
+    /// Marks the free `slot` as being opened with first use `seq` (see above).
+    fn mark_opening(&mut self, slot: usize, seq: u64);
+    /// The opener's fields, after its CAS: `opened_at` (with a time threshold), `cooled_at`,
+    /// then `first_seq = seq`, which clears the mark.
+    fn publish(&mut self, slot: usize, seq: u64, opened_at: Option<u64>, cooled_at: u64);
     fn raise_cooled_at(&mut self, slot: usize, tick: u64);
+}
+
+/// The bit of a slot's `first_seq` that says its bucket is being opened (its fields not yet
+/// published). Sequence numbers stay far below it (2^63 uses).
+pub(crate) const OPENING: u64 = 1 << 63;
+
+/// A slot's `first_seq` word split: the number, and whether the bucket's fields are published.
+fn split_first_seq(raw: u64) -> (u64, bool) {
+    (raw & !OPENING, raw & OPENING == 0)
+}
+
+/// The cooldown end of the bucket at `slot`, if its fields are published.
+fn published_cooled_at<C: LedgerReads>(cells: &C, slot: usize) -> Option<u64> {
+    let (_, published) = split_first_seq(cells.first_seq(slot));
+    // Read after `first_seq`: a published number pairs with the opener's stores before it.
+    published.then(|| cells.cooled_at(slot))
 }
 
 /// One consistent reading of the pool: the slot fields were read while the control word held
@@ -73,8 +103,16 @@ struct View {
     newest: usize,
     /// Whether the newest bucket takes another use at the caller's `now`.
     newest_accepts: bool,
-    /// The tick from which the oldest held bucket has cooled down (`u64::MAX` if none).
+    /// Whether the newest bucket's fields are published (always true in the exact pool,
+    /// which never reads its newest slot and never joins).
+    newest_published: bool,
+    /// The tick from which the oldest held bucket has cooled down (`u64::MAX` if none, or if
+    /// its opener has not published it yet).
     head_cooled_at: u64,
+    /// The full sequence number of the oldest held bucket's first use (0 if none).
+    head_first: u64,
+    /// Whether the oldest held bucket's fields are published (true if none is held).
+    head_published: bool,
 }
 
 /// Reads the slots the decision needs, then the control word again, until the word is the
@@ -85,33 +123,48 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
     loop {
         let control = Control::unpack(word);
         let newest = ((control.head + control.live + geometry.slots - 1) % geometry.slots) as usize;
-        let (held, head_cooled_at, head_first) = if control.live == 0 {
-            (0, u64::MAX, 0)
+        let (held, head_cooled_at, head_first, head_published) = if control.live == 0 {
+            (0, u64::MAX, 0, true)
         } else {
             let head = control.head as usize;
-            let head_first = cells.first_seq(head);
+            let (head_first, published) = split_first_seq(cells.first_seq(head));
+            // An unpublished bucket has not cooled down for anyone: its opener's CAS has
+            // counted a use whose tick no reader knows yet.
+            let cooled_at = if published {
+                cells.cooled_at(head)
+            } else {
+                u64::MAX
+            };
             (
                 control.uses_since(head_first),
-                cells.cooled_at(head),
+                cooled_at,
                 head_first,
+                published,
             )
         };
-        let (next_seq, newest_accepts) = if control.live > 0 && geometry.bucket_uses == 1 {
-            // One use per bucket (the exact pool): the newest bucket is full, and the held
-            // uses run from the head's first to the next. Not reading the newest slot keeps
-            // the line its opener (most likely another thread) just wrote out of this call.
-            (head_first.wrapping_add(held), false)
-        } else {
-            let newest_first = cells.first_seq(newest);
-            let newest_uses = control.uses_since(newest_first);
-            // A bucket that has cooled down takes no more uses: joining it would hold its old
-            // uses for another T (possible only without a time threshold, or with τ > T).
-            let accepts = control.live > 0
-                && newest_uses < geometry.bucket_uses
-                && cells.cooled_at(newest) > now
-                && !geometry.time_closed(cells.opened_at(newest), now);
-            (newest_first.wrapping_add(newest_uses), accepts)
-        };
+        let (next_seq, newest_accepts, newest_published) =
+            if control.live > 0 && geometry.bucket_uses == 1 {
+                // One use per bucket (the exact pool): the newest bucket is full, and the held
+                // uses run from the head's first to the next. Not reading the newest slot keeps
+                // the line its opener (most likely another thread) just wrote out of this call.
+                (head_first.wrapping_add(held), false, true)
+            } else {
+                let (newest_first, published) = split_first_seq(cells.first_seq(newest));
+                let newest_uses = control.uses_since(newest_first);
+                // A bucket that has cooled down takes no more uses: joining it would hold its old
+                // uses for another T (possible only without a time threshold, or with τ > T). One
+                // holding a use more than T after `now` (a bad clock's) takes none from this call
+                // either: joining would hold this call's use until that far tick too. An
+                // unpublished one takes none: its opener's stores would overwrite the join's.
+                let newest_cooled_at = cells.cooled_at(newest);
+                let accepts = control.live > 0
+                    && published
+                    && newest_uses < geometry.bucket_uses
+                    && newest_cooled_at > now
+                    && !geometry.holds_use_far_after(newest_cooled_at, now)
+                    && !geometry.time_closed(cells.opened_at(newest), now);
+                (newest_first.wrapping_add(newest_uses), accepts, published)
+            };
         let again = cells.control();
         if again == word {
             return View {
@@ -121,12 +174,113 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
                 held,
                 newest,
                 newest_accepts,
+                newest_published,
                 head_cooled_at,
+                head_first,
+                head_published,
             };
         }
         word = again;
         retry_hint();
     }
+}
+
+/// At most this many buckets one call moves to the back of the ring (see [`requeue_head`]):
+/// a burst of up to this many far-future uses, opened one after another, is passed by a
+/// single well-timed call.
+pub(crate) const MAX_REQUEUES_PER_CALL: u32 = 8;
+
+/// Whether the oldest held bucket (at `head`, `live ≥ 2` held, cooling down at
+/// `head_cooled_at`) holds a use more than `T` after a use of the bucket behind it or of the
+/// newest bucket: out of order by more than a cooldown, so a bad clock's, and whichever call
+/// releases it would raise the release watermark that far ahead of the pool (and refuse every
+/// well-timed call as late until then). Read only when its cooldown end is already more than
+/// `2T` past the release watermark, so that a pool in steady use never reads the two slots.
+fn head_jumps<C: LedgerReads>(
+    cells: &C,
+    head: u64,
+    live: u64,
+    head_cooled_at: u64,
+    released_through: u64,
+) -> bool {
+    let geometry = cells.geometry();
+    if live < 2 || !geometry.holds_use_far_after(head_cooled_at, released_through) {
+        return false;
+    }
+    let behind = ((head + 1) % geometry.slots) as usize;
+    let newest = ((head + live - 1) % geometry.slots) as usize;
+    // An unpublished bucket gives no evidence either way.
+    let earliest = published_cooled_at(cells, behind)
+        .unwrap_or(u64::MAX)
+        .min(published_cooled_at(cells, newest).unwrap_or(u64::MAX));
+    geometry.holds_use_far_after(
+        head_cooled_at,
+        earliest.saturating_sub(geometry.cooldown_ticks),
+    )
+}
+
+/// Whether a call at `now` that needs the oldest bucket's uses (every use is held) moves that
+/// bucket to the back of the ring rather than release it or be refused: when the bucket holds
+/// a use more than `T` after `now` (not cooled down, and far ahead), or has cooled down but
+/// [jumps](head_jumps) ahead of the pool.
+fn should_requeue<C: LedgerReads>(cells: &C, view: &View, now: u64, released_through: u64) -> bool {
+    let geometry = cells.geometry();
+    if view.control.live < 2 || view.held < geometry.total_uses || !view.head_published {
+        return false;
+    }
+    if view.head_cooled_at > now {
+        return geometry.holds_use_far_after(view.head_cooled_at, now);
+    }
+    !cfg!(slidelimit_loom_mutant = "pool_release_far_head")
+        && head_jumps(
+            cells,
+            view.control.head,
+            view.control.live,
+            view.head_cooled_at,
+            released_through,
+        )
+}
+
+/// Moves the oldest bucket, unreleased, to the back of the ring: its `n` uses are numbered
+/// again `L` later (the same key names, since `L = K·X`; every use is held, so the next
+/// number is the head's first plus `L`) and keep its cooldown end. Nothing is freed and no
+/// watermark moves; the buckets behind it come to the head. One CAS: `Err(word found)` if it
+/// lost.
+///
+/// Safe in any order of `now`: number the uses of one key `j + K·i` and split them by `i mod
+/// X`. Within one class, consecutive real uses are `L` numbers apart, and the later one was
+/// handed out only after the bucket holding the earlier one (or the requeued copy that kept
+/// its cooldown end) was released, by a call whose `now` had reached that cooldown end: they
+/// are at least `T` apart. So each of the `X` classes has at most one use in any window of
+/// length `T`.
+fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<(), u64> {
+    let geometry = *cells.geometry();
+    let control = view.control;
+    let head = control.head as usize;
+    let behind = ((control.head + 1) % geometry.slots) as usize;
+    let (behind_first, _) = split_first_seq(cells.first_seq(behind));
+    let uses = behind_first.wrapping_sub(view.head_first);
+    let tail = ((control.head + control.live) % geometry.slots) as usize;
+    // Read before the CAS, while the head is still held (its opener published it: see
+    // `should_requeue`); the CAS confirms the view they belong to.
+    let opened_at = geometry.open_ticks.map(|_| cells.opened_at(head));
+    // The `pool_requeue_cools_at_now` mutant deliberately gives the moved uses the caller's
+    // cooldown end instead of their own, so a far-future use's key is free again long before
+    // that use's tick plus T.
+    let cooled_at = if cfg!(slidelimit_loom_mutant = "pool_requeue_cools_at_now") {
+        geometry.cooled_at(now)
+    } else {
+        view.head_cooled_at
+    };
+    cells.mark_opening(tail, view.next_seq);
+    let next = Control {
+        head: (control.head + 1) % geometry.slots,
+        ..control
+    }
+    .after_uses(uses);
+    cells.replace_control(view.word, next.pack())?;
+    cells.publish(tail, view.next_seq, opened_at, cooled_at);
+    Ok(())
 }
 
 /// Hands out one use at `now`: its full sequence number (the caller names it `seq mod keys`),
@@ -162,6 +316,7 @@ fn decide<C: LedgerCells, E>(
     let geometry = *cells.geometry();
     let mut word = cells.control();
     let mut backoff = Backoff::new();
+    let mut requeues_left = MAX_REQUEUES_PER_CALL;
     loop {
         let view = read_view(cells, word, now);
         // The `pool_skip_late_check` mutant deliberately lets a late call use what a release
@@ -190,6 +345,21 @@ fn decide<C: LedgerCells, E>(
         let mut release_through = None;
         let out_of_uses = view.held >= geometry.total_uses;
         if out_of_uses || (!join && next.live >= geometry.ring_limit()) {
+            if requeues_left > 0 && should_requeue(cells, &view, now, released_through) {
+                // A bad clock's bucket stands at the head: pass it without releasing it.
+                match requeue_head(cells, &view, now) {
+                    Ok(()) => {
+                        requeues_left -= 1;
+                        backoff.won();
+                        word = cells.control();
+                    }
+                    Err(found) => {
+                        word = found;
+                        backoff.lost();
+                    }
+                }
+                continue;
+            }
             if view.head_cooled_at > now {
                 if out_of_uses {
                     return Err(refused(Refusal::Exhausted, witness()));
@@ -200,6 +370,13 @@ fn decide<C: LedgerCells, E>(
                 // rather than refuse: a join is safe in any bucket (it only holds the
                 // bucket's uses until this use's cooldown end too), and the thresholds only
                 // shape false negatives, which never come from here with ordered `now`s.
+                if !view.newest_published {
+                    // Its opener is between its CAS and its stores: a join now would be
+                    // overwritten. Read again.
+                    word = cells.control();
+                    backoff.lost();
+                    continue;
+                }
                 join = true;
                 join_past_thresholds = true;
             } else {
@@ -240,22 +417,25 @@ fn decide<C: LedgerCells, E>(
         // this use is still within T.
         let skip_raise =
             join_past_thresholds && cfg!(slidelimit_loom_mutant = "pool_full_join_without_raise");
+        // The slot this call opens, if it opens one.
+        let mut opening = None;
         if join {
             if !skip_raise {
                 cells.raise_cooled_at(view.newest, cooled_at);
             }
         } else {
             let slot = ((next.head + next.live) % geometry.slots) as usize;
-            cells.raise_first_seq(slot, seq);
-            if geometry.open_ticks.is_some() {
-                cells.raise_opened_at(slot, now);
-            }
-            cells.raise_cooled_at(slot, cooled_at);
+            cells.mark_opening(slot, seq);
+            opening = Some(slot);
             next.live += 1;
         }
         publish_release(cells);
         match cells.replace_control(view.word, next.after_use().pack()) {
             Ok(()) => {
+                if let Some(slot) = opening {
+                    let opened_at = geometry.open_ticks.map(|_| now);
+                    cells.publish(slot, seq, opened_at, cooled_at);
+                }
                 backoff.won();
                 return Ok(seq);
             }
@@ -279,20 +459,44 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
         let mut head = view.control.head;
         let mut live = view.control.live;
         let mut head_cooled_at = view.head_cooled_at;
-        while live > 0 && head_cooled_at <= now {
+        let mut head_published = view.head_published;
+        // Uses of the buckets a call would move to the back of the ring (`requeue_head`):
+        // still held, but they no longer stand in front of the others.
+        let mut requeued_uses = 0;
+        let mut requeues_left = MAX_REQUEUES_PER_CALL;
+        while live > 0 {
+            let requeue = requeues_left > 0
+                && live >= 2
+                && head_published
+                && if head_cooled_at > now {
+                    geometry.holds_use_far_after(head_cooled_at, now)
+                } else {
+                    head_jumps(cells, head, live, head_cooled_at, released_through)
+                };
+            if requeue {
+                let behind = (head + 1) % geometry.slots;
+                let (behind_first, _) = split_first_seq(cells.first_seq(behind as usize));
+                let (head_first, _) = split_first_seq(cells.first_seq(head as usize));
+                requeued_uses += behind_first.wrapping_sub(head_first);
+                requeues_left -= 1;
+            } else if head_cooled_at > now {
+                break;
+            }
             head = (head + 1) % geometry.slots;
             live -= 1;
-            head_cooled_at = if live == 0 {
-                u64::MAX
+            (head_cooled_at, head_published) = if live == 0 {
+                (u64::MAX, true)
             } else {
-                cells.cooled_at(head as usize)
+                published_cooled_at(cells, head as usize).map_or((u64::MAX, false), |c| (c, true))
             };
         }
-        let held = if live == 0 {
-            0
-        } else {
-            view.control.uses_since(cells.first_seq(head as usize))
-        };
+        let held = requeued_uses
+            + if live == 0 {
+                0
+            } else {
+                let (head_first, _) = split_first_seq(cells.first_seq(head as usize));
+                view.control.uses_since(head_first)
+            };
         let again = cells.control();
         if again != word {
             word = again;

@@ -11,11 +11,11 @@
 //!   previous decision's) and `Acquire` on failure (the word found is read like a load).
 //! - Nothing relies on `SeqCst`: a decision is valid exactly when its CAS succeeds.
 
-use super::algorithm::{status, take, take_witnessed, LedgerCells, LedgerReads};
+use super::algorithm::{status, take, take_witnessed, LedgerCells, LedgerReads, OPENING};
 use super::control::Control;
 use super::geometry::PoolGeometry;
 use super::{PoolStatus, Refusal, RefusalWitness, UseLedger};
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{retry_hint, AtomicU64, Ordering};
 
 /// One bucket slot's three words (see [`LedgerReads`] for what each holds).
 #[derive(Debug, Default)]
@@ -184,14 +184,43 @@ impl LedgerCells for &AtomicLedger {
         }
         result
     }
-    fn raise_first_seq(&mut self, slot: usize, seq: u64) {
-        // Before the opening CAS; pairs with the load above.
-        self.slot(slot).first_seq.fetch_max(seq, Ordering::Release);
+    fn mark_opening(&mut self, slot: usize, seq: u64) {
+        let cell = &self.slot(slot).first_seq;
+        // Acquire: as the load in `first_seq`, so that a newer bucket's number is seen.
+        let mut current = cell.load(Ordering::Acquire);
+        while current & !OPENING < seq {
+            if cfg!(slidelimit_loom_mutant = "pool_open_without_mark") {
+                // Deliberately broken: the slot keeps its last bucket's fields between this
+                // call's CAS and its stores, so a reader may judge the new bucket by them.
+                return;
+            }
+            match cell.compare_exchange_weak(
+                current,
+                seq | OPENING,
+                // Success: before the opening CAS, which publishes it (AcqRel) to whoever
+                // sees the new bucket. Failure: the word found is read like the load above.
+                Ordering::Release,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(found) => {
+                    current = found;
+                    retry_hint();
+                }
+            }
+        }
     }
-    fn raise_opened_at(&mut self, slot: usize, tick: u64) {
-        let cell = &self.slot(slot).opened_at;
-        // Before the opening CAS; pairs with the load above.
-        cell.fetch_max(tick, Ordering::Release);
+    fn publish(&mut self, slot: usize, seq: u64, opened_at: Option<u64>, cooled_at: u64) {
+        let cells = self.slot(slot);
+        if let Some(tick) = opened_at {
+            // Relaxed: ordered before readers by the `first_seq` store below (Release).
+            cells.opened_at.store(tick, Ordering::Relaxed);
+        }
+        // Relaxed: as above.
+        cells.cooled_at.store(cooled_at, Ordering::Relaxed);
+        // Release: pairs with the Acquire load in `first_seq`; a reader that sees the number
+        // without the mark sees the two stores above.
+        cells.first_seq.store(seq, Ordering::Release);
     }
     fn raise_cooled_at(&mut self, slot: usize, tick: u64) {
         let cell = &self.slot(slot).cooled_at;

@@ -60,8 +60,13 @@ impl Control {
 
     /// This word with one more use handed out.
     pub(crate) fn after_use(self) -> Self {
+        self.after_uses(1)
+    }
+
+    /// This word with `uses` more uses numbered (`uses` at most `L < 2^24`).
+    pub(crate) fn after_uses(self, uses: u64) -> Self {
         Self {
-            seq: (self.seq + 1) & SEQ_MASK,
+            seq: self.seq.wrapping_add(uses) & SEQ_MASK,
             ..self
         }
     }

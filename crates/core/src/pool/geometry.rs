@@ -158,7 +158,8 @@ impl std::error::Error for PoolError {}
 
 /// A pool's validated numbers: `L = keys × uses_per_key` uses per cooldown `T`, buckets that
 /// take at most `k` uses and (with a time threshold) close `τ` ticks after they open, and a
-/// ring of [`bucket_bound`]` + 1` slots.
+/// ring of [`bucket_bound`]` + 1` slots, plus [`FAR_FUTURE_HEADROOM`] where buckets take more
+/// than one use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolGeometry {
     pub(crate) keys: u64,
@@ -167,8 +168,15 @@ pub struct PoolGeometry {
     pub(crate) open_ticks: Option<u64>,
     pub(crate) bucket_uses: u64,
     pub(crate) slots: u64,
+    pub(crate) bound: u64,
     pub(crate) mode: PoolMode,
 }
+
+/// Ring slots a pool whose buckets take several uses keeps beyond its [`bucket_bound`]: room
+/// for this many buckets holding far-future uses (a bad clock's), which stay held until their
+/// own tick plus `T` and would otherwise take room the well-timed calls need (a full ring
+/// makes them join buckets past their thresholds). In-order calls never use it.
+pub const FAR_FUTURE_HEADROOM: u64 = 8;
 
 impl PoolGeometry {
     /// Validates a pool of `keys` keys, each usable `uses_per_key` times per `cooldown_ticks`.
@@ -215,7 +223,15 @@ impl PoolGeometry {
                 total_uses,
             });
         }
-        let needed = bucket_bound(total_uses, cooldown_ticks, open_ticks, bucket_uses) + 1;
+        let bound = bucket_bound(total_uses, cooldown_ticks, open_ticks, bucket_uses);
+        // The exact pool runs out of uses exactly when its ring is full, so far-future
+        // buckets cost it uses, never room.
+        let headroom = if bucket_uses == 1 {
+            0
+        } else {
+            FAR_FUTURE_HEADROOM
+        };
+        let needed = bound + headroom + 1;
         if needed > MAX_BUCKET_SLOTS {
             return Err(PoolError::TooManyBuckets { needed });
         }
@@ -226,6 +242,7 @@ impl PoolGeometry {
             open_ticks,
             bucket_uses,
             slots: needed,
+            bound,
             mode,
         })
     }
@@ -257,19 +274,20 @@ impl PoolGeometry {
     /// The most buckets that can be held (not yet cooled down) at once: [`bucket_bound`].
     #[must_use]
     pub fn bucket_bound(&self) -> u64 {
-        self.slots - 1
+        self.bound
     }
 
-    /// Slots in the ring: the bound plus one spare, so that a call that releases the oldest
-    /// bucket and opens a new one in a single CAS opens it in a free slot, never in the one it
-    /// releases: a thread that loses that CAS has raised only a free slot's fields.
+    /// Slots in the ring: the bound ([`FAR_FUTURE_HEADROOM`] more where buckets take several
+    /// uses) plus one spare, so that a call that releases the oldest bucket and opens a new
+    /// one in a single CAS opens it in a free slot, never in the one it releases: a thread
+    /// that loses that CAS has marked only a free slot.
     #[must_use]
     pub fn slots(&self) -> u64 {
         self.slots
     }
 
     /// Buckets the ring may hold (cooled ones included) before a call that needs a new
-    /// bucket must release the oldest first: the bound.
+    /// bucket must release the oldest first: the bound and the headroom.
     pub(crate) fn ring_limit(&self) -> u64 {
         self.slots - 1
     }
@@ -283,6 +301,13 @@ impl PoolGeometry {
     /// The tick from which a bucket whose newest use is at `last_use` has cooled down.
     pub(crate) fn cooled_at(&self, last_use: u64) -> u64 {
         last_use.saturating_add(self.cooldown_ticks)
+    }
+
+    /// Whether a bucket that cools down at `cooled_at` holds a use more than `T` after `tick`
+    /// (`cooled_at - T > tick + T`, compared without wrapping): far enough ahead that no
+    /// window of length `T` holds both.
+    pub(crate) fn holds_use_far_after(&self, cooled_at: u64, tick: u64) -> bool {
+        cooled_at > tick.saturating_add(self.cooldown_ticks.saturating_mul(2))
     }
 }
 

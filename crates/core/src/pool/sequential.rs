@@ -1,6 +1,6 @@
 //! The key-pool ledger in plain integers, for use under a lock (the `Mutex` sibling).
 
-use super::algorithm::{status, take, take_witnessed, LedgerCells, LedgerReads};
+use super::algorithm::{status, take, take_witnessed, LedgerCells, LedgerReads, OPENING};
 use super::control::Control;
 use super::geometry::PoolGeometry;
 use super::{PoolStatus, Refusal, RefusalWitness, UseLedger};
@@ -81,13 +81,19 @@ impl LedgerCells for SequentialLedger {
         self.control = new;
         Ok(())
     }
-    fn raise_first_seq(&mut self, slot: usize, seq: u64) {
+    fn mark_opening(&mut self, slot: usize, seq: u64) {
         let field = &mut self.slots[slot].first_seq;
-        *field = (*field).max(seq);
+        if *field & !OPENING < seq {
+            *field = seq | OPENING;
+        }
     }
-    fn raise_opened_at(&mut self, slot: usize, tick: u64) {
-        let field = &mut self.slots[slot].opened_at;
-        *field = (*field).max(tick);
+    fn publish(&mut self, slot: usize, seq: u64, opened_at: Option<u64>, cooled_at: u64) {
+        let slot = &mut self.slots[slot];
+        if let Some(tick) = opened_at {
+            slot.opened_at = tick;
+        }
+        slot.cooled_at = cooled_at;
+        slot.first_seq = seq;
     }
     fn raise_cooled_at(&mut self, slot: usize, tick: u64) {
         let field = &mut self.slots[slot].cooled_at;

@@ -1,8 +1,9 @@
-//! What a bad clock costs the key pool: a `now` far in the future through `take` (trusted, as
-//! documented: it holds its use until that `now` plus T, and the uses handed out after it wait
-//! behind it), against the same stamps through `take_stamped` with the process's own clock (a
-//! stamp ahead of the clock counts as made at the clock's tick; one a whole cooldown behind is
-//! refused as late and recorded nowhere). Both pools, same answers.
+//! What a bad clock costs the key pool. Through `take`, a `now` far in the future is a use at
+//! that tick: it holds its use until that tick plus T, and costs nothing else (its bucket is
+//! moved to the back of the ring whenever it would stand in front of the others). Through
+//! `take_stamped` with the process's own clock, a stamp ahead of the clock counts as made at
+//! the clock's tick (one use for one cooldown); one a whole cooldown behind is refused as late
+//! and recorded nowhere. Both pools, same answers.
 
 use proptest::prelude::*;
 use slidelimit::pool::{KeyPool, PoolMode, Refusal, UseLedger};
@@ -44,24 +45,149 @@ impl<G: UseLedger> Taker for KeyPool<u32, G> {
     }
 }
 
-/// Through `take`, a first call at `u64::MAX - 5` is a use at that tick: the pool grants the
-/// other 11 uses, then refuses every well-timed call, for good (the far-future use is the
-/// oldest bucket and cools down only at its own `now` + T). The README's "Bad input" cites
-/// this test.
+/// Through `take`, a first call at `u64::MAX - 5` is a use at that tick, and costs that one
+/// use: the pool grants the other 11, refuses the 12th as exhausted, and from then on grants
+/// 11 uses in every cooldown, for good (the far-future bucket is moved to the back of the
+/// ring each time it reaches the front, never released, and never in the way). The README's
+/// "Bad input" cites this test.
 #[test]
-fn through_take_one_far_future_now_holds_the_pool_until_it_cools() {
+fn through_take_one_far_future_now_costs_the_one_use_it_took() {
     let (lock_free, mutex) = both_pools(&KEYS, USES_PER_KEY, COOLDOWN, PoolMode::Exact).unwrap();
     let pools = (&lock_free, &mutex);
     assert!(both(pools, |p| p.take(FAR_FUTURE)).is_ok());
-    for now in 0..(TOTAL_USES as u64 - 1) {
-        assert!(both(pools, |p| p.take(now)).is_ok(), "at {now}");
-    }
-    for now in [11, COOLDOWN, 1_000 * COOLDOWN, 1 << 62] {
+    for round in 0..50 {
+        let start = round * COOLDOWN;
+        for now in start..start + (TOTAL_USES as u64 - 1) {
+            assert!(both(pools, |p| p.take(now)).is_ok(), "at {now}");
+        }
+        let now = start + TOTAL_USES as u64 - 1;
         assert_eq!(
             both(pools, |p| p.take(now)),
             Err(Refusal::Exhausted),
             "at {now}"
         );
+        assert_eq!(lock_free.status(now), mutex.status(now));
+        assert_eq!(lock_free.status(now).held_uses, TOTAL_USES as u64);
+    }
+}
+
+/// A far-future call that arrives when every use is held and the oldest bucket is an
+/// earlier far-future use (cooled down by the later one's tick) moves that bucket to the back
+/// instead of releasing it: releasing it would raise the release watermark to that far tick
+/// and refuse every well-timed call as late. The well-timed calls lose the two uses, no more.
+#[test]
+fn a_far_future_call_never_releases_an_earlier_one_for_the_well_timed() {
+    let first = 1 << 40;
+    let second = first + 10 * COOLDOWN;
+    let (lock_free, mutex) = both_pools(&KEYS, USES_PER_KEY, COOLDOWN, PoolMode::Exact).unwrap();
+    let pools = (&lock_free, &mutex);
+    assert!(both(pools, |p| p.take(first)).is_ok());
+    for now in 0..(TOTAL_USES as u64 - 1) {
+        assert!(both(pools, |p| p.take(now)).is_ok(), "at {now}");
+    }
+    // The oldest bucket is the first far-future use; the second call needs its use. It
+    // passes that bucket and releases the next (the use made at 0), raising the watermark
+    // to its cooldown end, T: no further.
+    assert!(both(pools, |p| p.take(second)).is_ok());
+    let before = lock_free.status(COOLDOWN - 1);
+    assert_eq!(
+        (before.refusal, before.retry_at),
+        (Some(Refusal::Late), COOLDOWN)
+    );
+    for round in 1..20 {
+        // The uses made at 1..=10 (and then at the same ticks of each round) free up one by
+        // one; the two far-future ones never do.
+        let start = round * COOLDOWN + 1;
+        for now in start..start + (TOTAL_USES as u64 - 2) {
+            assert!(both(pools, |p| p.take(now)).is_ok(), "at {now}");
+        }
+        let now = start + TOTAL_USES as u64 - 2;
+        assert_eq!(
+            both(pools, |p| p.take(now)),
+            Err(Refusal::Exhausted),
+            "at {now}"
+        );
+    }
+}
+
+/// A burst of far-future `now`s among well-timed calls, every mode: each costs the use it
+/// took and nothing more. Once the well-timed uses have cooled down, the pool holds exactly
+/// the bad calls' uses (their buckets took no well-timed use). Per cooldown, the exact pool's
+/// well-timed calls get exactly as many uses as from the same pool that never saw the burst,
+/// less one per bad call; the relaxed pools serve them in every cooldown. A well-timed call is refused only as exhausted, or as late where a bad call released
+/// a bucket that had not cooled down by the well-timed clock (at most one cooldown ahead of
+/// it: a bad call never releases another's far-future bucket).
+#[test]
+fn a_burst_of_far_future_nows_costs_the_uses_it_took() {
+    let modes = [
+        PoolMode::Exact,
+        PoolMode::TimeBound {
+            threshold_ticks: 10,
+        },
+        PoolMode::CountBound { key_threshold: 3 },
+        PoolMode::Both {
+            threshold_ticks: 10,
+            key_threshold: 3,
+        },
+    ];
+    // Bad calls: a stuck clock (three at one far tick), two far ticks apart, one at the end
+    // of the range.
+    let bad_at = [
+        (130, FAR_FUTURE - 9),
+        (131, FAR_FUTURE - 9),
+        (132, FAR_FUTURE - 9),
+        (250, 1 << 50),
+        (420, (1 << 50) + 7 * COOLDOWN),
+        (555, u64::MAX),
+    ];
+    for mode in modes {
+        let (with_bad, with_bad_mutex) = both_pools(&KEYS, USES_PER_KEY, COOLDOWN, mode).unwrap();
+        let (clean, _) = both_pools(&KEYS, USES_PER_KEY, COOLDOWN, mode).unwrap();
+        let mut granted = Vec::new();
+        let mut per_cooldown = [[0u64; 2]; 30];
+        for now in 0..3_000u64 {
+            if let Some(&(_, bad)) = bad_at.iter().find(|&&(at, _)| at == now) {
+                let answer = with_bad.take(bad);
+                assert_eq!(answer, with_bad_mutex.take(bad), "{mode:?} bad at {now}");
+                let key = answer.unwrap_or_else(|refusal| panic!("{mode:?}: {refusal:?}"));
+                granted.push((key, bad));
+            }
+            let answer = with_bad.take(now);
+            assert_eq!(answer, with_bad_mutex.take(now), "{mode:?} at {now}");
+            match answer {
+                Ok(key) => granted.push((key, now)),
+                Err(refusal) => assert!(
+                    matches!(refusal, Refusal::Exhausted | Refusal::Late),
+                    "{mode:?} at {now}: {refusal:?}"
+                ),
+            }
+            let cooldown = (now / COOLDOWN) as usize;
+            per_cooldown[cooldown][0] += u64::from(answer.is_ok());
+            per_cooldown[cooldown][1] += u64::from(clean.take(now).is_ok());
+        }
+        assert!(
+            check_safety(&granted, USES_PER_KEY, COOLDOWN).is_ok(),
+            "{mode:?}"
+        );
+        let cost = bad_at.len() as u64;
+        for (cooldown, &[bad, clean]) in per_cooldown.iter().enumerate().skip(10) {
+            if mode == PoolMode::Exact {
+                assert_eq!(bad, clean - cost, "{mode:?}: cooldown {cooldown}");
+            } else {
+                // The relaxed pools group uses into buckets, and how many a cooldown gets
+                // depends on where they close: still served in every one.
+                assert!(bad > 0, "{mode:?}: cooldown {cooldown}: none");
+            }
+        }
+        // Once the well-timed uses have cooled down, the bad calls hold exactly their own.
+        let after = 3_000 + 2 * COOLDOWN;
+        for status in [with_bad.status(after), with_bad_mutex.status(after)] {
+            assert_eq!(
+                (status.held_uses, status.available),
+                (cost, TOTAL_USES as u64 - cost),
+                "{mode:?}"
+            );
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! Every `PoolError`, from both pools' constructors, and the largest accepted values beside
 //! the smallest refused ones.
 
-use slidelimit::pool::{PoolError, PoolMode, MAX_BUCKET_SLOTS, MAX_TOTAL_USES};
+use slidelimit::pool::{
+    PoolError, PoolMode, FAR_FUTURE_HEADROOM, MAX_BUCKET_SLOTS, MAX_TOTAL_USES,
+};
 
 use super::both_pools;
 
@@ -229,14 +231,15 @@ fn a_ring_above_max_bucket_slots_is_refused() {
             needed: MAX_BUCKET_SLOTS + 7 + spare
         })
     );
-    // B: ⌈L / k⌉ buckets.
+    // B: ⌈L / k⌉ buckets, and room for far-future ones.
+    let most_shared = most - FAR_FUTURE_HEADROOM;
+    let count_bound = PoolMode::CountBound { key_threshold: 2 };
     assert_eq!(
-        build(
-            &[1, 2],
-            most + 1,
-            10,
-            PoolMode::CountBound { key_threshold: 2 }
-        ),
+        build(&[1, 2], most_shared, 10, count_bound),
+        Ok(most_shared)
+    );
+    assert_eq!(
+        build(&[1, 2], most_shared + 1, 10, count_bound),
         Err(PoolError::TooManyBuckets {
             needed: MAX_BUCKET_SLOTS + 1
         })
@@ -250,7 +253,7 @@ fn a_ring_above_max_bucket_slots_is_refused() {
             PoolMode::TimeBound { threshold_ticks: 1 }
         ),
         Err(PoolError::TooManyBuckets {
-            needed: MAX_TOTAL_USES + spare
+            needed: MAX_TOTAL_USES + spare + FAR_FUTURE_HEADROOM
         })
     );
     // The message names the need and the limit.
