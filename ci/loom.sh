@@ -48,6 +48,9 @@ mutants=(
     "pool_skip_late_check pool"
     "pool_raise_by_load_store pool"
     "pool_full_join_without_raise pool"
+    "pool_requeue_cools_at_now pool"
+    "pool_release_far_head pool"
+    "pool_open_without_mark pool"
     "swap_without_retire limits"
     "hit_drop_unpublished limits"
 )

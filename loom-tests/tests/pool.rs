@@ -38,6 +38,10 @@ use slidelimit_trace::audit::Audit;
 /// The cooldown of every model: the window of the oracle.
 const COOLDOWN: u64 = WINDOW_TICKS;
 
+/// Ticks from here up are a bad clock's in these models (the well-timed ones stay below 100):
+/// their buckets may be moved to the back of the ring, which numbers their uses again.
+const FAR_FUTURE: u64 = 1_000;
+
 /// What one `take(now)` got: its sequence number, or the refusal.
 type Answer = Result<u64, Refusal>;
 
@@ -94,16 +98,19 @@ fn assert_window_safe(granted: &[(u64, u64)], keys: u64, uses_per_key: u64) {
     }
 }
 
-/// Sequence numbers are distinct and are exactly `0 .. n`.
+/// Sequence numbers are distinct, and exactly `0 .. n` unless a far-future use was moved to
+/// the back of the ring (which skips the numbers it takes again).
 ///
 /// # Panics
 /// `sequence:` otherwise.
-fn assert_sequence(granted: &[(u64, u64)]) {
+fn assert_sequence(granted: &[(u64, u64)], renumbered: bool) {
     let mut seqs: Vec<u64> = granted.iter().map(|&(_, s)| s).collect();
     seqs.sort_unstable();
+    let distinct = seqs.windows(2).all(|pair| pair[0] < pair[1]);
     assert!(
-        seqs.iter().copied().eq(0..seqs.len() as u64),
-        "sequence: sequence numbers {seqs:?} are not 0 .. {}; granted (now, seq) {granted:?}",
+        distinct && (renumbered || seqs.iter().copied().eq(0..seqs.len() as u64)),
+        "sequence: sequence numbers {seqs:?} are not distinct or not 0 .. {}; granted (now, seq) \
+         {granted:?}",
         seqs.len()
     );
 }
@@ -173,7 +180,10 @@ fn run(scenario: &Scenario) -> Outcome {
         COOLDOWN,
         scenario.mode,
     )
-    .unwrap();
+    .unwrap()
+    // A ring of the bound plus one, as the models were written for: their few calls must
+    // fill it.
+    .without_far_future_headroom();
     let ledger = Arc::new(AtomicLedger::new(geometry));
     let mut granted = Vec::new();
     for (seq, &now) in (0..).zip(scenario.prefix) {
@@ -215,7 +225,13 @@ fn run(scenario: &Scenario) -> Outcome {
         .map(|&(now, _)| now)
         .collect();
     assert_window_safe(&granted, scenario.keys as u64, scenario.uses_per_key);
-    assert_sequence(&granted);
+    let renumbered = scenario
+        .prefix
+        .iter()
+        .chain(scenario.threads.iter().copied().flatten())
+        .chain(scenario.tail)
+        .any(|&now| now >= FAR_FUTURE);
+    assert_sequence(&granted, renumbered);
     assert_quiescent_status(&ledger, &granted);
     assert_late_justified(&late, &granted);
     Outcome { threads, tail }
@@ -287,7 +303,10 @@ fn p2_time_rotation_races_a_join() {
 /// P2b: rotation by count, three threads (3 keys, X = 1, count-bound k = 2: buckets of two
 /// uses; empty). 10, 11 and 12 race: two of them fill bucket 0, the third opens bucket 1,
 /// and all three get a use. At 20 all three uses are held (bucket 0's newest use is 11 or
-/// 12); at 22 bucket 0 has cooled down, is released, and 22 gets sequence 3.
+/// 12); at 22 bucket 0 has cooled down, is released, and 22 gets sequence 3. Or 11 found
+/// bucket 0 still unpublished (its opener, 10, between its CAS and its stores) and opened
+/// bucket 1 instead of joining: then bucket 0 holds only 10, cools down at 20, and 20 gets
+/// sequence 3, 22 sequence 4.
 fn p2b_count_rotation() {
     check("pool::p2b_count_rotation", || {
         let out = run(&Scenario {
@@ -299,7 +318,11 @@ fn p2b_count_rotation() {
             tail: &[20, 22],
         });
         assert_eq!(out.granted_in_threads(), 3, "10, 11 and 12 all get a use");
-        assert_eq!(out.tail_answers(), [Err(Refusal::Exhausted), Ok(3)]);
+        let tail = out.tail_answers();
+        assert!(
+            tail == [Err(Refusal::Exhausted), Ok(3)] || tail == [Ok(3), Ok(4)],
+            "{tail:?}"
+        );
     });
 }
 
@@ -421,7 +444,8 @@ fn p4_late_caller_after_a_release() {
 /// P5: two first uses out of time order raise one bucket's newest use (1 key, X = 2,
 /// count-bound k = 2; empty). 12 and 11 race to open bucket 0; the loser joins it. Its
 /// newest use must end at 12, whichever raise came last: 21 is exhausted (twice), 22 gets
-/// sequence 2.
+/// sequence 2. Or the loser found bucket 0 unpublished and opened bucket 1: if 11 holds
+/// bucket 0, 21 releases it and joins 12's bucket (then both 21 and 22 are exhausted).
 fn p5_out_of_order_uses_raise_the_newest() {
     check("pool::p5_out_of_order_uses_raise_the_newest", || {
         let out = run(&Scenario {
@@ -433,12 +457,70 @@ fn p5_out_of_order_uses_raise_the_newest() {
             tail: &[21, 21, 22],
         });
         assert_eq!(out.granted_in_threads(), 2, "12 and 11 both get a use");
-        assert_eq!(
-            out.tail_answers(),
-            [Err(Refusal::Exhausted), Err(Refusal::Exhausted), Ok(2)],
-            "bucket 0 cools down at 22"
+        let tail = out.tail_answers();
+        assert!(
+            tail == [Err(Refusal::Exhausted), Err(Refusal::Exhausted), Ok(2)]
+                || tail == [Ok(2), Err(Refusal::Exhausted), Err(Refusal::Exhausted)],
+            "bucket 0 cools down at 22, or 11 opened a bucket of its own: {tail:?}"
         );
     });
+}
+
+/// P6: a far-future use passed, not released (1 key, X = 2, exact; prefix 1000, a bad
+/// clock's, then 0: every use held, the far-future one the oldest). 25 and 26 race for the
+/// use that 0 frees at 10: each finds the far-future bucket in front, moves it to the back
+/// (its use keeps its cooldown end, 1010), and the one that then releases 0's bucket gets the
+/// use; the other finds it gone (the far-future bucket, moved again, and the winner's use)
+/// and is refused as exhausted. Then 1001 releases the winner's bucket and gets a use; 1002
+/// is exhausted: the far-future use at 1000 still holds its key until 1010.
+fn p6_a_far_future_bucket_is_passed_not_released() {
+    check(
+        "pool::p6_a_far_future_bucket_is_passed_not_released",
+        || {
+            let out = run(&Scenario {
+                keys: 1,
+                uses_per_key: 2,
+                mode: PoolMode::Exact,
+                prefix: &[1_000, 0],
+                threads: &[&[25], &[26]],
+                tail: &[1_001, 1_002],
+            });
+            assert_eq!(out.granted_in_threads(), 1, "one of 25 and 26 gets 0's use");
+            let tail = out.tail_answers();
+            assert!(
+                tail.first().is_some_and(Result::is_ok) && tail[1] == Err(Refusal::Exhausted),
+                "1001 gets a use, 1002 is exhausted: {tail:?}; threads {:?}",
+                out.threads
+            );
+        },
+    );
+}
+
+/// P7: a far-future call never releases an earlier far-future bucket (1 key, X = 2, exact;
+/// prefix 1000 then 0, as in P6). 2000 (a bad clock's too) and 15 race. Whoever finds the
+/// bucket of 1000 in front moves it to the back: releasing it would raise the release
+/// watermark to 1010 and refuse every well-timed call as late until then. So the watermark
+/// never passes the cooldown end of a well-timed use (25 at most), and the well-timed 30 is
+/// never late.
+fn p7_a_far_future_call_does_not_release_another() {
+    check(
+        "pool::p7_a_far_future_call_does_not_release_another",
+        || {
+            let out = run(&Scenario {
+                keys: 1,
+                uses_per_key: 2,
+                mode: PoolMode::Exact,
+                prefix: &[1_000, 0],
+                threads: &[&[2_000], &[15]],
+                tail: &[30],
+            });
+            assert_ne!(
+                out.tail_answers(),
+                [Err(Refusal::Late)],
+                "the watermark passed a well-timed cooldown end"
+            );
+        },
+    );
 }
 
 #[test]
@@ -479,6 +561,16 @@ fn p4() {
 #[test]
 fn p5() {
     p5_out_of_order_uses_raise_the_newest();
+}
+
+#[test]
+fn p6() {
+    p6_a_far_future_bucket_is_passed_not_released();
+}
+
+#[test]
+fn p7() {
+    p7_a_far_future_call_does_not_release_another();
 }
 
 // Negative controls: they exist only in the build of their mutant (`ci/loom.sh` builds each
@@ -528,4 +620,33 @@ fn mutant_pool_raise_by_load_store_caught_by_p5() {
 #[should_panic(expected = "window oracle:")]
 fn mutant_pool_full_join_without_raise_caught_by_p3b() {
     p3b_a_full_ring_join_extends_the_cooldown();
+}
+
+/// A far-future bucket moved to the back with the mover's cooldown end instead of its own:
+/// it cools down at 35 or 36, 1002 releases it and gets a use beside 1000 and 1001, three in
+/// [1000, 1010).
+#[test]
+#[cfg(slidelimit_loom_mutant = "pool_requeue_cools_at_now")]
+#[should_panic(expected = "window oracle:")]
+fn mutant_pool_requeue_cools_at_now_caught_by_p6() {
+    p6_a_far_future_bucket_is_passed_not_released();
+}
+
+/// No check that the bucket in front jumps ahead of the pool: 2000, run first, releases the
+/// bucket of 1000 and raises the watermark to 1010, and 30 is refused as late.
+#[test]
+#[cfg(slidelimit_loom_mutant = "pool_release_far_head")]
+#[should_panic(expected = "the watermark passed a well-timed cooldown end")]
+fn mutant_pool_release_far_head_caught_by_p7() {
+    p7_a_far_future_call_does_not_release_another();
+}
+
+/// An opener that does not mark its slot: between its CAS and its stores the slot shows the
+/// last bucket's fields (here a slot never opened: first number -1, cooled down at 0), so 11
+/// releases 12's new bucket and takes a use beside it.
+#[test]
+#[cfg(slidelimit_loom_mutant = "pool_open_without_mark")]
+#[should_panic(expected = "window oracle:")]
+fn mutant_pool_open_without_mark_caught_by_p5() {
+    p5_out_of_order_uses_raise_the_newest();
 }

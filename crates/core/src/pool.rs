@@ -28,7 +28,8 @@
 //! 1. is refused as **late** if its `now` is below the release watermark, the latest cooldown
 //!    end of a bucket released so far (by a call with a later `now`);
 //! 2. if all `L` uses are held, releases the oldest bucket if it has cooled down by `now`,
-//!    and is refused ([`Refusal::Exhausted`]) otherwise; if no bucket takes the use and the
+//!    and is refused ([`Refusal::Exhausted`]) otherwise (but a bad clock's bucket in front
+//!    is first moved to the back: see "A bad clock" below); if no bucket takes the use and the
 //!    ring already holds as many buckets as the bound (cooled ones are released lazily),
 //!    releases the oldest bucket if it has cooled down by `now`, and otherwise joins the
 //!    newest bucket past its thresholds (only out-of-order `now`s get here: see below);
@@ -36,7 +37,8 @@
 //!
 //! `Exact` is the same algorithm with `k = 1` and no `τ` (one bucket per use, `L + 1` slots);
 //! `TimeBound` has `k = L`, `CountBound` no `τ`. Memory is `24` bytes per ring slot
-//! ([`PoolGeometry::slots`]; the lock-free ledger rounds the ring up to a power of two and
+//! ([`PoolGeometry::slots`]: the bound plus one, and [`FAR_FUTURE_HEADROOM`] where buckets
+//! take several uses; the lock-free ledger rounds the ring up to a power of two and
 //! spreads consecutive slots three apart, so that two threads opening consecutive buckets
 //! never write one cache line), whatever the traffic.
 //!
@@ -62,10 +64,11 @@
 //!   (AB). No more than [`bucket_bound`] buckets are ever held, so step 2 never joins a
 //!   bucket past its thresholds.
 //! - Under concurrency, calls are linearised by their CAS. A call whose `now` lags behind a
-//!   release is refused as [`Refusal::Late`] (like a late caller of the keyed limiters); a
-//!   thread that lost a race to open a bucket may still raise that slot's opening or newest-use
-//!   tick to its own `now`, so the relaxations stretch by how far apart racing `now`s are,
-//!   never the other way.
+//!   release is refused as [`Refusal::Late`] (like a late caller of the keyed limiters). A
+//!   bucket's opener publishes its ticks just after its CAS; a call that finds the newest
+//!   bucket not yet published opens another instead of joining it, and one that finds the
+//!   oldest not yet published does not release it, so the relaxations stretch (more buckets,
+//!   a use held a moment longer) under contention, never the other way.
 //! - Refusal reasons mean what they say, in any order and under any contention: a call is
 //!   refused only as [`Refusal::Exhausted`] (every use is held by a bucket that has not
 //!   cooled down by its `now`, as its own decision read the ledger) or [`Refusal::Late`].
@@ -73,20 +76,59 @@
 //!   slot held joins the newest bucket past its `k`/`τ` thresholds instead of being refused
 //!   (a join is safe in any bucket: it holds the bucket's uses until this use's cooldown end
 //!   too; the thresholds only shape false negatives).
-//! - Out-of-order `now` never panics and never breaks safety. A `now` far in the future (bad input) is
-//!   a use at that time: it holds its bucket, and every bucket opened after it (they are
-//!   released oldest first), until that time plus `T`, so the pool refuses once its other uses
-//!   are spent. Callers whose ticks come from a clock they cannot trust use
-//!   [`KeyPool::take_stamped`], which caps a stamp at their own clock.
+//! - Out-of-order `now` never panics and never breaks safety. For `now`s far from the pool's
+//!   time, see "A bad clock".
+//!
+//! # A bad clock
+//! From the ticks alone, a `now` far in the future looks like the first call after a long
+//! idle gap, so the pool takes it as given: a use at that tick, whose key stays held until
+//! that tick plus `T` (as a far-future hit of the keyed limiters stays in its key). What it
+//! must not do is hold anything else:
+//! - **It is never in front.** A call that needs the oldest bucket's uses (every use held)
+//!   and finds it holding a use more than `T` after its own `now`, or cooled down but more
+//!   than `T` ahead of the bucket behind it or of the newest (a bad clock's; checked only
+//!   when its cooldown end is `2T` past the release watermark), **moves it to the back**
+//!   instead of releasing it or refusing: one CAS renumbers its `n` uses `L` later (the same
+//!   key names: `L = K·X`, and with every use held the next number is the head's first plus
+//!   `L`) with its own cooldown end, then the call goes on with the bucket behind it. At most
+//!   [`MAX_REQUEUES_PER_CALL`] such moves per call. So a far-future use costs the use it took
+//!   and nothing more, for as long as it lasts; a well-timed call never waits behind it.
+//! - **It never moves the release watermark.** A far-future call releases only buckets that
+//!   are in front, never a bad clock's (moved instead), so the watermark stays at most one
+//!   cooldown past the well-timed uses: well-timed calls are refused as late for at most `T`
+//!   after one (and then only where the pool's other uses were held anyway in the exact pool).
+//! - **It takes no well-timed use with it.** A bucket holding a use more than `T` after a
+//!   call's `now` takes no join from that call, and a far-future call finds every well-timed
+//!   bucket cooled down by its tick, so it opens its own.
+//! - **It never outlives its slot.** A bucket's ticks are written by its opener alone, after
+//!   its CAS (losers leave only a mark in the free slot), so the next bucket opened in that
+//!   slot starts from its own ticks; a bucket moved to the back is written anew in its new
+//!   slot. (When slot ticks only grew, a far-future tick was inherited by every later bucket
+//!   of its slot.)
+//!
+//! Relaxed pools keep [`FAR_FUTURE_HEADROOM`] ring slots beyond the bound for such buckets.
+//! A `now` far in the past is refused as late once a call with a later `now` has released a
+//! bucket that cooled down after it;
+//! callers whose ticks come from a clock they cannot trust use [`KeyPool::take_stamped`],
+//! which also caps a stamp at their own clock and refuses one a cooldown behind it.
+//!
+//! Safe in any order of `now`, moves included: number the uses of one key `j + K·i` and split
+//! them by `i mod X`. Within one class, consecutive uses are `L` numbers apart, and the
+//! later was handed out only after the bucket holding the earlier one (or, if that bucket was
+//! moved, the copy that kept its cooldown end and now holds the number in between) was
+//! released by a call whose `now` had reached that cooldown end: at least `T` apart. So each
+//! of the `X` classes has at most one use in any window of length `T`.
 //!
 //! # Why a fixed cyclic order of names is safe
 //! A fixed order of names is plainly enough when time only moves forward. The ledger gives
 //! more, in any order of `now`. Let use `s + L` be handed out at `now = t'`. It
 //! was granted with fewer than `L` uses held, and buckets hold consecutive numbers and are
-//! released oldest first, so the bucket holding use `s` had been released. Every use raises its
-//! bucket's cooldown end to its `now + T` before the CAS that counts it; the call that released
-//! the bucket read that cooldown end in a view its own CAS confirmed (so after every use the
-//! bucket got) and raised the release watermark to it before that CAS. The call of `s + L`
+//! released oldest first, so the bucket holding use `s` had been released (or moved to the
+//! back: see "A bad clock"). Every use's `now + T` is in its bucket's cooldown end before any
+//! call can release the bucket: a joiner raises it before the CAS that counts its use, an
+//! opener publishes it after its CAS and no call releases a bucket not yet published; the call
+//! that released the bucket read that cooldown end in a view its own CAS confirmed (so after
+//! every use the bucket got) and raised the release watermark to it before that CAS. The call of `s + L`
 //! read the watermark after a control word that reflects the release and was not late:
 //! `t' ≥ t_s + T`. Now take any `X + 1` uses of one name: they are
 //! uses `j + K·i` for `X + 1` distinct `i`, two of which are congruent modulo `X`, say
@@ -140,10 +182,12 @@
 //! buckets): that pool needs 20 buckets in millisecond ticks and 19 in minute ticks.
 //!
 //! # Atomic orderings
-//! One CAS on the control word decides each call ([`AtomicLedger`]); the slot fields and the
-//! release watermark only grow (`fetch_max`) and are raised before that CAS, so a reader that
-//! sees the CAS sees them; a reader re-reads the control word after the slot fields and
-//! decides only on a view where it did not change. See `pool/atomic.rs` for each ordering.
+//! One CAS on the control word decides each call ([`AtomicLedger`]). The release watermark
+//! and a joined bucket's cooldown end only grow (`fetch_max`) and are raised before that CAS,
+//! so a reader that sees the CAS sees them; an opened bucket's slot is marked before the CAS
+//! and its ticks published after it, `first_seq` last, so a reader that sees the CAS sees the
+//! mark or the ticks. A reader re-reads the control word after the slot fields and decides
+//! only on a view where it did not change. See `pool/atomic.rs` for each ordering.
 
 mod algorithm;
 mod atomic;
@@ -156,6 +200,7 @@ use std::hash::Hash;
 
 use crate::clock::Clock;
 
+pub use algorithm::MAX_REQUEUES_PER_CALL;
 pub use atomic::AtomicLedger;
 pub use geometry::{
     additive_bucket_formula, bucket_bound, PoolError, PoolGeometry, PoolMode, FAR_FUTURE_HEADROOM,

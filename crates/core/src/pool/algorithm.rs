@@ -18,8 +18,9 @@ pub(crate) trait LedgerReads {
     /// only by releasing calls, to the value they checked against their own `now`). A call
     /// below it is late.
     fn released_through(&self) -> u64;
-    /// The full sequence number of the first use in the bucket at `slot`, with [`OPENING`]
-    /// set while the bucket's opener has not yet published its fields (see [`LedgerCells`]).
+    /// The bucket at `slot`'s tag: the full sequence number of its first use plus one (0 in
+    /// a slot never opened), with [`OPENING`] set while the bucket's opener has not yet
+    /// published its fields (see [`LedgerCells`]).
     fn first_seq(&self, slot: usize) -> u64;
     /// The tick at which the bucket at `slot` opened (unused without a time threshold).
     fn opened_at(&self, slot: usize) -> u64;
@@ -52,9 +53,11 @@ impl<T: LedgerReads> LedgerReads for &T {
 /// the word found) and always succeeds in the sequential form.
 ///
 /// A bucket is opened in three steps: [`mark_opening`](LedgerCells::mark_opening) writes
-/// `seq | OPENING` into the free slot's `first_seq` (unless it already holds a number at least
-/// `seq`: a newer bucket's, or the same mark), the control CAS opens the bucket, and only its
-/// winner [`publish`](LedgerCells::publish)es the fields by plain stores, `first_seq` last.
+/// `tag | OPENING` into the free slot's `first_seq` (unless it already holds a tag at least
+/// `tag`: a newer bucket's, or the same mark; tags are first sequence numbers plus one, so
+/// that a slot never opened, 0, is below every bucket's), the control CAS opens the bucket,
+/// and only its winner [`publish`](LedgerCells::publish)es the fields by plain stores,
+/// `first_seq = tag` last.
 /// Losers leave nothing but a mark in a free slot, and every generation of a slot starts from
 /// its opener's own values: a far-future tick held by one bucket is gone from the slot once
 /// the next bucket opened there is published. A reader that finds `OPENING` knows the bucket's
@@ -65,11 +68,11 @@ impl<T: LedgerReads> LedgerReads for &T {
 pub(crate) trait LedgerCells: LedgerReads {
     fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64>;
     fn raise_released_through(&mut self, tick: u64);
-    /// Marks the free `slot` as being opened with first use `seq` (see above).
-    fn mark_opening(&mut self, slot: usize, seq: u64);
+    /// Marks the free `slot` as being opened by the bucket tagged `tag` (see above).
+    fn mark_opening(&mut self, slot: usize, tag: u64);
     /// The opener's fields, after its CAS: `opened_at` (with a time threshold), `cooled_at`,
-    /// then `first_seq = seq`, which clears the mark.
-    fn publish(&mut self, slot: usize, seq: u64, opened_at: Option<u64>, cooled_at: u64);
+    /// then `first_seq = tag`, which clears the mark.
+    fn publish(&mut self, slot: usize, tag: u64, opened_at: Option<u64>, cooled_at: u64);
     fn raise_cooled_at(&mut self, slot: usize, tick: u64);
 }
 
@@ -77,9 +80,15 @@ pub(crate) trait LedgerCells: LedgerReads {
 /// published). Sequence numbers stay far below it (2^63 uses).
 pub(crate) const OPENING: u64 = 1 << 63;
 
-/// A slot's `first_seq` word split: the number, and whether the bucket's fields are published.
+/// The tag of a bucket whose first use is `seq`.
+fn tag_of(seq: u64) -> u64 {
+    seq + 1
+}
+
+/// A slot's `first_seq` word split: its bucket's first sequence number, and whether the
+/// bucket's fields are published.
 fn split_first_seq(raw: u64) -> (u64, bool) {
-    (raw & !OPENING, raw & OPENING == 0)
+    ((raw & !OPENING).wrapping_sub(1), raw & OPENING == 0)
 }
 
 /// The cooldown end of the bucket at `slot`, if its fields are published.
@@ -185,10 +194,10 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
     }
 }
 
-/// At most this many buckets one call moves to the back of the ring (see [`requeue_head`]):
-/// a burst of up to this many far-future uses, opened one after another, is passed by a
-/// single well-timed call.
-pub(crate) const MAX_REQUEUES_PER_CALL: u32 = 8;
+/// At most this many buckets one call of a key pool moves to the back of its ring (a bad
+/// clock's buckets: see the [pool's docs](crate::pool)): a burst of up to this many
+/// far-future uses, opened one after another, is passed by a single well-timed call.
+pub const MAX_REQUEUES_PER_CALL: u32 = 8;
 
 /// Whether the oldest held bucket (at `head`, `live ≥ 2` held, cooling down at
 /// `head_cooled_at`) holds a use more than `T` after a use of the bucket behind it or of the
@@ -209,10 +218,12 @@ fn head_jumps<C: LedgerReads>(
     }
     let behind = ((head + 1) % geometry.slots) as usize;
     let newest = ((head + live - 1) % geometry.slots) as usize;
-    // An unpublished bucket gives no evidence either way.
+    // A bucket whose opener has not published it yet counts as well-timed: passing the head
+    // costs its uses one more turn of the ring at worst, releasing a bad clock's head would
+    // move the watermark that far.
     let earliest = published_cooled_at(cells, behind)
-        .unwrap_or(u64::MAX)
-        .min(published_cooled_at(cells, newest).unwrap_or(u64::MAX));
+        .unwrap_or(0)
+        .min(published_cooled_at(cells, newest).unwrap_or(0));
     geometry.holds_use_far_after(
         head_cooled_at,
         earliest.saturating_sub(geometry.cooldown_ticks),
@@ -244,15 +255,9 @@ fn should_requeue<C: LedgerReads>(cells: &C, view: &View, now: u64, released_thr
 /// Moves the oldest bucket, unreleased, to the back of the ring: its `n` uses are numbered
 /// again `L` later (the same key names, since `L = K·X`; every use is held, so the next
 /// number is the head's first plus `L`) and keep its cooldown end. Nothing is freed and no
-/// watermark moves; the buckets behind it come to the head. One CAS: `Err(word found)` if it
-/// lost.
-///
-/// Safe in any order of `now`: number the uses of one key `j + K·i` and split them by `i mod
-/// X`. Within one class, consecutive real uses are `L` numbers apart, and the later one was
-/// handed out only after the bucket holding the earlier one (or the requeued copy that kept
-/// its cooldown end) was released, by a call whose `now` had reached that cooldown end: they
-/// are at least `T` apart. So each of the `X` classes has at most one use in any window of
-/// length `T`.
+/// watermark moves; the buckets behind it come to the head. One CAS, then the new slot is
+/// published like an opened bucket's: `Err(word found)` if the CAS lost. Why it is safe: the
+/// pool's docs, "A bad clock".
 fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<(), u64> {
     let geometry = *cells.geometry();
     let control = view.control;
@@ -272,14 +277,14 @@ fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<
     } else {
         view.head_cooled_at
     };
-    cells.mark_opening(tail, view.next_seq);
+    cells.mark_opening(tail, tag_of(view.next_seq));
     let next = Control {
         head: (control.head + 1) % geometry.slots,
         ..control
     }
     .after_uses(uses);
     cells.replace_control(view.word, next.pack())?;
-    cells.publish(tail, view.next_seq, opened_at, cooled_at);
+    cells.publish(tail, tag_of(view.next_seq), opened_at, cooled_at);
     Ok(())
 }
 
@@ -425,7 +430,7 @@ fn decide<C: LedgerCells, E>(
             }
         } else {
             let slot = ((next.head + next.live) % geometry.slots) as usize;
-            cells.mark_opening(slot, seq);
+            cells.mark_opening(slot, tag_of(seq));
             opening = Some(slot);
             next.live += 1;
         }
@@ -434,7 +439,7 @@ fn decide<C: LedgerCells, E>(
             Ok(()) => {
                 if let Some(slot) = opening {
                     let opened_at = geometry.open_ticks.map(|_| now);
-                    cells.publish(slot, seq, opened_at, cooled_at);
+                    cells.publish(slot, tag_of(seq), opened_at, cooled_at);
                 }
                 backoff.won();
                 return Ok(seq);

@@ -2,13 +2,16 @@
 //!
 //! # Atomic orderings
 //! - Loads are `Acquire`: a load of the control word pairs with the `Release` half of the CAS
-//!   that wrote it, so the slot fields that CAS's caller raised before it are visible; a slot
-//!   load pairs with the `Release` raise that wrote it, so the control word re-read after it
-//!   is at least as new as the one that raiser had read.
-//! - Raises (`fetch_max`) are `Release`: they come before the caller's control CAS, and a
-//!   reader that sees a raise must see the control word its writer started from.
-//! - The control CAS is `AcqRel` on success (it publishes the raises before it and reads the
-//!   previous decision's) and `Acquire` on failure (the word found is read like a load).
+//!   that wrote it, so the marks and raises its caller made before it are visible; a slot
+//!   load pairs with the `Release` write that wrote it (a mark, a publishing store or a raise),
+//!   so the control word re-read after it is at least as new as the one that writer had read
+//!   (for a publishing store: the word of the writer's own opening CAS).
+//! - Marks (a CAS on `first_seq`), publishing stores and raises (`fetch_max`) are `Release`:
+//!   a reader that sees one must see the control word its writer started from, and a reader
+//!   that sees a published tag must see the stores its opener made before it.
+//! - The control CAS is `AcqRel` on success (it publishes the marks and raises before it and
+//!   reads the previous decision's) and `Acquire` on failure (the word found is read like a
+//!   load).
 //! - Nothing relies on `SeqCst`: a decision is valid exactly when its CAS succeeds.
 
 use super::algorithm::{status, take, take_witnessed, LedgerCells, LedgerReads, OPENING};
@@ -17,7 +20,8 @@ use super::geometry::PoolGeometry;
 use super::{PoolStatus, Refusal, RefusalWitness, UseLedger};
 use crate::sync::{retry_hint, AtomicU64, Ordering};
 
-/// One bucket slot's three words (see [`LedgerReads`] for what each holds).
+/// One bucket slot's three words (see [`LedgerReads`] for what each holds, and
+/// [`LedgerCells`] for how a bucket is opened in them).
 #[derive(Debug, Default)]
 struct Slot {
     first_seq: AtomicU64,
@@ -135,16 +139,17 @@ impl LedgerReads for AtomicLedger {
         self.control.load(Ordering::Acquire)
     }
     fn first_seq(&self, slot: usize) -> u64 {
-        // Pairs with the opener's raise (Release) before its CAS.
+        // Pairs with a mark (Release) before an opening CAS, or the opener's publishing
+        // store (Release) after it.
         self.slot(slot).first_seq.load(Ordering::Acquire)
     }
     fn opened_at(&self, slot: usize) -> u64 {
-        // Pairs with the opener's raise (Release) before its CAS.
+        // Pairs with the opener's publishing store (Release).
         self.slot(slot).opened_at.load(Ordering::Acquire)
     }
     fn cooled_at(&self, slot: usize) -> u64 {
-        // Pairs with each user's raise (Release) before its CAS: a releaser that saw a use's
-        // CAS sees its cooldown end.
+        // Pairs with the opener's publishing store and each joiner's raise (Release) before
+        // its CAS: a releaser that saw a use's CAS sees its cooldown end.
         self.slot(slot).cooled_at.load(Ordering::Acquire)
     }
 }
@@ -184,11 +189,11 @@ impl LedgerCells for &AtomicLedger {
         }
         result
     }
-    fn mark_opening(&mut self, slot: usize, seq: u64) {
+    fn mark_opening(&mut self, slot: usize, tag: u64) {
         let cell = &self.slot(slot).first_seq;
         // Acquire: as the load in `first_seq`, so that a newer bucket's number is seen.
         let mut current = cell.load(Ordering::Acquire);
-        while current & !OPENING < seq {
+        while current & !OPENING < tag {
             if cfg!(slidelimit_loom_mutant = "pool_open_without_mark") {
                 // Deliberately broken: the slot keeps its last bucket's fields between this
                 // call's CAS and its stores, so a reader may judge the new bucket by them.
@@ -196,7 +201,7 @@ impl LedgerCells for &AtomicLedger {
             }
             match cell.compare_exchange_weak(
                 current,
-                seq | OPENING,
+                tag | OPENING,
                 // Success: before the opening CAS, which publishes it (AcqRel) to whoever
                 // sees the new bucket. Failure: the word found is read like the load above.
                 Ordering::Release,
@@ -210,17 +215,17 @@ impl LedgerCells for &AtomicLedger {
             }
         }
     }
-    fn publish(&mut self, slot: usize, seq: u64, opened_at: Option<u64>, cooled_at: u64) {
+    fn publish(&mut self, slot: usize, tag: u64, opened_at: Option<u64>, cooled_at: u64) {
         let cells = self.slot(slot);
+        // Release, all three: pairs with the Acquire loads of a reader that sees any of them,
+        // so that the control word it reads again afterwards is at least the opening CAS's
+        // word (and its view is discarded if it began before); a reader that sees the tag
+        // without the mark also sees the two stores before it.
         if let Some(tick) = opened_at {
-            // Relaxed: ordered before readers by the `first_seq` store below (Release).
-            cells.opened_at.store(tick, Ordering::Relaxed);
+            cells.opened_at.store(tick, Ordering::Release);
         }
-        // Relaxed: as above.
-        cells.cooled_at.store(cooled_at, Ordering::Relaxed);
-        // Release: pairs with the Acquire load in `first_seq`; a reader that sees the number
-        // without the mark sees the two stores above.
-        cells.first_seq.store(seq, Ordering::Release);
+        cells.cooled_at.store(cooled_at, Ordering::Release);
+        cells.first_seq.store(tag, Ordering::Release);
     }
     fn raise_cooled_at(&mut self, slot: usize, tick: u64) {
         let cell = &self.slot(slot).cooled_at;

@@ -247,6 +247,18 @@ impl PoolGeometry {
         })
     }
 
+    // Hidden: for the loom models, whose few calls must reach a full ring; not part of the
+    // API a user builds on.
+    #[doc(hidden)]
+    /// This geometry without [`FAR_FUTURE_HEADROOM`]: a ring of the bound plus one.
+    #[must_use]
+    pub fn without_far_future_headroom(self) -> Self {
+        Self {
+            slots: self.bound + 1,
+            ..self
+        }
+    }
+
     /// `keys × uses_per_key`: uses per cooldown across the pool.
     #[must_use]
     pub fn total_uses(&self) -> u64 {

@@ -81,19 +81,19 @@ impl LedgerCells for SequentialLedger {
         self.control = new;
         Ok(())
     }
-    fn mark_opening(&mut self, slot: usize, seq: u64) {
+    fn mark_opening(&mut self, slot: usize, tag: u64) {
         let field = &mut self.slots[slot].first_seq;
-        if *field & !OPENING < seq {
-            *field = seq | OPENING;
+        if *field & !OPENING < tag {
+            *field = tag | OPENING;
         }
     }
-    fn publish(&mut self, slot: usize, seq: u64, opened_at: Option<u64>, cooled_at: u64) {
+    fn publish(&mut self, slot: usize, tag: u64, opened_at: Option<u64>, cooled_at: u64) {
         let slot = &mut self.slots[slot];
         if let Some(tick) = opened_at {
             slot.opened_at = tick;
         }
         slot.cooled_at = cooled_at;
-        slot.first_seq = seq;
+        slot.first_seq = tag;
     }
     fn raise_cooled_at(&mut self, slot: usize, tick: u64) {
         let field = &mut self.slots[slot].cooled_at;
