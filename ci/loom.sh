@@ -50,7 +50,9 @@ mutants=(
     "pool_full_join_without_raise pool"
     "pool_requeue_cools_at_now pool"
     "pool_release_far_head pool"
-    "pool_open_without_mark pool"
+    "pool_raise_across_buckets pool"
+    "pool_far_writes_bucket_word pool"
+    "pool_far_flag_not_kept pool"
     "swap_without_retire limits"
     "hit_drop_unpublished limits"
 )

@@ -303,10 +303,7 @@ fn p2_time_rotation_races_a_join() {
 /// P2b: rotation by count, three threads (3 keys, X = 1, count-bound k = 2: buckets of two
 /// uses; empty). 10, 11 and 12 race: two of them fill bucket 0, the third opens bucket 1,
 /// and all three get a use. At 20 all three uses are held (bucket 0's newest use is 11 or
-/// 12); at 22 bucket 0 has cooled down, is released, and 22 gets sequence 3. Or 11 found
-/// bucket 0 still unpublished (its opener, 10, between its CAS and its stores) and opened
-/// bucket 1 instead of joining: then bucket 0 holds only 10, cools down at 20, and 20 gets
-/// sequence 3, 22 sequence 4.
+/// 12); at 22 bucket 0 has cooled down, is released, and 22 gets sequence 3.
 fn p2b_count_rotation() {
     check("pool::p2b_count_rotation", || {
         let out = run(&Scenario {
@@ -318,11 +315,7 @@ fn p2b_count_rotation() {
             tail: &[20, 22],
         });
         assert_eq!(out.granted_in_threads(), 3, "10, 11 and 12 all get a use");
-        let tail = out.tail_answers();
-        assert!(
-            tail == [Err(Refusal::Exhausted), Ok(3)] || tail == [Ok(3), Ok(4)],
-            "{tail:?}"
-        );
+        assert_eq!(out.tail_answers(), [Err(Refusal::Exhausted), Ok(3)]);
     });
 }
 
@@ -444,8 +437,7 @@ fn p4_late_caller_after_a_release() {
 /// P5: two first uses out of time order raise one bucket's newest use (1 key, X = 2,
 /// count-bound k = 2; empty). 12 and 11 race to open bucket 0; the loser joins it. Its
 /// newest use must end at 12, whichever raise came last: 21 is exhausted (twice), 22 gets
-/// sequence 2. Or the loser found bucket 0 unpublished and opened bucket 1: if 11 holds
-/// bucket 0, 21 releases it and joins 12's bucket (then both 21 and 22 are exhausted).
+/// sequence 2.
 fn p5_out_of_order_uses_raise_the_newest() {
     check("pool::p5_out_of_order_uses_raise_the_newest", || {
         let out = run(&Scenario {
@@ -457,11 +449,38 @@ fn p5_out_of_order_uses_raise_the_newest() {
             tail: &[21, 21, 22],
         });
         assert_eq!(out.granted_in_threads(), 2, "12 and 11 both get a use");
-        let tail = out.tail_answers();
-        assert!(
-            tail == [Err(Refusal::Exhausted), Err(Refusal::Exhausted), Ok(2)]
-                || tail == [Ok(2), Err(Refusal::Exhausted), Err(Refusal::Exhausted)],
-            "bucket 0 cools down at 22, or 11 opened a bucket of its own: {tail:?}"
+        assert_eq!(
+            out.tail_answers(),
+            [Err(Refusal::Exhausted), Err(Refusal::Exhausted), Ok(2)],
+            "bucket 0 cools down at 22"
+        );
+    });
+}
+
+/// P5b: two joins out of time order raise one bucket's cooldown end (1 key, X = 3,
+/// count-bound k = 3; prefix 10 opens bucket 0, published). 12 and 11 both join it; its
+/// cooldown end must be 22 whichever raise lands last: three calls at 21 are exhausted, 22
+/// releases the bucket and gets sequence 3.
+fn p5b_concurrent_joins_raise_the_newest() {
+    check("pool::p5b_concurrent_joins_raise_the_newest", || {
+        let out = run(&Scenario {
+            keys: 1,
+            uses_per_key: 3,
+            mode: PoolMode::CountBound { key_threshold: 3 },
+            prefix: &[10],
+            threads: &[&[12], &[11]],
+            tail: &[21, 21, 21, 22],
+        });
+        assert_eq!(out.granted_in_threads(), 2, "12 and 11 both join bucket 0");
+        assert_eq!(
+            out.tail_answers(),
+            [
+                Err(Refusal::Exhausted),
+                Err(Refusal::Exhausted),
+                Err(Refusal::Exhausted),
+                Ok(3)
+            ],
+            "bucket 0 cools down at 22"
         );
     });
 }
@@ -564,6 +583,11 @@ fn p5() {
 }
 
 #[test]
+fn p5b() {
+    p5b_concurrent_joins_raise_the_newest();
+}
+
+#[test]
 fn p6() {
     p6_a_far_future_bucket_is_passed_not_released();
 }
@@ -604,12 +628,12 @@ fn mutant_pool_skip_late_check_caught_by_p4() {
 }
 
 /// A raise by load-then-store instead of `fetch_max`: 11's store lands after 12's, bucket 0
-/// seems cooled down at 21, and both 21s get a use beside 12.
+/// seems cooled down at 21, and the three 21s get a use beside 12.
 #[test]
 #[cfg(slidelimit_loom_mutant = "pool_raise_by_load_store")]
 #[should_panic(expected = "window oracle:")]
-fn mutant_pool_raise_by_load_store_caught_by_p5() {
-    p5_out_of_order_uses_raise_the_newest();
+fn mutant_pool_raise_by_load_store_caught_by_p5b() {
+    p5b_concurrent_joins_raise_the_newest();
 }
 
 /// A join past the thresholds of a full ring that does not extend the bucket's cooldown end:
@@ -641,12 +665,33 @@ fn mutant_pool_release_far_head_caught_by_p7() {
     p7_a_far_future_call_does_not_release_another();
 }
 
-/// An opener that does not mark its slot: between its CAS and its stores the slot shows the
-/// last bucket's fields (here a slot never opened: first number -1, cooled down at 0), so 11
-/// releases 12's new bucket and takes a use beside it.
+/// Slot ticks kept across buckets (a raise keeps the larger tick even over an older
+/// bucket's word): 25's (or 26's) bucket opens in the slot the far-future bucket was moved
+/// out of and inherits its cooldown end, 1010, so 1001 finds it in front, not cooled down,
+/// and is refused.
 #[test]
-#[cfg(slidelimit_loom_mutant = "pool_open_without_mark")]
+#[cfg(slidelimit_loom_mutant = "pool_raise_across_buckets")]
+#[should_panic(expected = "1001 gets a use")]
+fn mutant_pool_raise_across_buckets_caught_by_p6() {
+    p6_a_far_future_bucket_is_passed_not_released();
+}
+
+/// A far-ahead opener that writes its tick to the bucket word too: 2000, racing 15 for the
+/// slot 15 opens, leaves 2010 in 15's bucket word, so the bucket of 1000 no longer looks ahead
+/// of the pool and 2000 releases it: the watermark goes to 1010 and 30 is late.
+#[test]
+#[cfg(slidelimit_loom_mutant = "pool_far_writes_bucket_word")]
+#[should_panic(expected = "the watermark passed a well-timed cooldown end")]
+fn mutant_pool_far_writes_bucket_word_caught_by_p7() {
+    p7_a_far_future_call_does_not_release_another();
+}
+
+/// The far-ahead flag not written into the slot once the bucket is no longer the newest: the
+/// bucket of 1000 is read by its bucket word (0, cooled down at once), released at 25, and
+/// its key is used at 1001 and 1002 beside 1000.
+#[test]
+#[cfg(slidelimit_loom_mutant = "pool_far_flag_not_kept")]
 #[should_panic(expected = "window oracle:")]
-fn mutant_pool_open_without_mark_caught_by_p5() {
-    p5_out_of_order_uses_raise_the_newest();
+fn mutant_pool_far_flag_not_kept_caught_by_p6() {
+    p6_a_far_future_bucket_is_passed_not_released();
 }

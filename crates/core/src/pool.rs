@@ -36,9 +36,10 @@
 //! 3. joins the newest bucket if it takes the use, or opens the next one.
 //!
 //! `Exact` is the same algorithm with `k = 1` and no `τ` (one bucket per use, `L + 1` slots);
-//! `TimeBound` has `k = L`, `CountBound` no `τ`. Memory is `24` bytes per ring slot
-//! ([`PoolGeometry::slots`]: the bound plus one, and [`FAR_FUTURE_HEADROOM`] where buckets
-//! take several uses; the lock-free ledger rounds the ring up to a power of two and
+//! `TimeBound` has `k = L`, `CountBound` no `τ`. Memory is `48` bytes per ring slot (three
+//! 128-bit words: see `pool/atomic.rs`) over [`PoolGeometry::slots`] (the bound plus one, and
+//! [`FAR_FUTURE_HEADROOM`] where buckets take several uses; the lock-free ledger rounds the
+//! ring up to a power of two and
 //! spreads consecutive slots three apart, so that two threads opening consecutive buckets
 //! never write one cache line), whatever the traffic.
 //!
@@ -64,11 +65,10 @@
 //!   (AB). No more than [`bucket_bound`] buckets are ever held, so step 2 never joins a
 //!   bucket past its thresholds.
 //! - Under concurrency, calls are linearised by their CAS. A call whose `now` lags behind a
-//!   release is refused as [`Refusal::Late`] (like a late caller of the keyed limiters). A
-//!   bucket's opener publishes its ticks just after its CAS; a call that finds the newest
-//!   bucket not yet published opens another instead of joining it, and one that finds the
-//!   oldest not yet published does not release it, so the relaxations stretch (more buckets,
-//!   a use held a moment longer) under contention, never the other way.
+//!   release is refused as [`Refusal::Late`] (like a late caller of the keyed limiters); a
+//!   thread that lost a race to open or join a bucket may still have raised that bucket's
+//!   opening or newest-use tick to its own `now` (never another bucket's), so the relaxations
+//!   stretch by how far apart racing `now`s are, never the other way.
 //! - Refusal reasons mean what they say, in any order and under any contention: a call is
 //!   refused only as [`Refusal::Exhausted`] (every use is held by a bucket that has not
 //!   cooled down by its `now`, as its own decision read the ledger) or [`Refusal::Late`].
@@ -100,11 +100,20 @@
 //! - **It takes no well-timed use with it.** A bucket holding a use more than `T` after a
 //!   call's `now` takes no join from that call, and a far-future call finds every well-timed
 //!   bucket cooled down by its tick, so it opens its own.
-//! - **It never outlives its slot.** A bucket's ticks are written by its opener alone, after
-//!   its CAS (losers leave only a mark in the free slot), so the next bucket opened in that
-//!   slot starts from its own ticks; a bucket moved to the back is written anew in its new
-//!   slot. (When slot ticks only grew, a far-future tick was inherited by every later bucket
-//!   of its slot.)
+//! - **It never outlives its bucket.** Each slot word holds a tick with the bucket it belongs
+//!   to (one 128-bit word), and a write for a newer bucket replaces it, so the next bucket
+//!   opened in the slot starts from its own ticks; a bucket moved to the back is written anew
+//!   in its new slot. (When slot ticks only grew, a far-future tick was inherited by every
+//!   later bucket of its slot.)
+//! - **It never lends its tick to a well-timed bucket.** A call whose use is more than `T`
+//!   after the newest use the pool knows of (the release watermark's bucket, the oldest and
+//!   the newest held; a bad clock's, or the first call after an idle gap) opens its bucket
+//!   *far-ahead*: its cooldown end goes to its slot's far word, which well-timed openers never
+//!   write, and the control word says so until the next call flags the slot. A far-ahead call
+//!   that loses the race to open a slot to a well-timed call so leaves nothing the well-timed
+//!   bucket reads. (Ticks raised before a CAS by its losers are otherwise kept, as a winner's
+//!   cannot be told from theirs; the opening tick still is, with a time threshold: a far-ahead
+//!   loser can keep a well-timed bucket open to joins, never hold a use.)
 //!
 //! Relaxed pools keep [`FAR_FUTURE_HEADROOM`] ring slots beyond the bound for such buckets.
 //! A `now` far in the past is refused as late once a call with a later `now` has released a
@@ -124,11 +133,10 @@
 //! more, in any order of `now`. Let use `s + L` be handed out at `now = t'`. It
 //! was granted with fewer than `L` uses held, and buckets hold consecutive numbers and are
 //! released oldest first, so the bucket holding use `s` had been released (or moved to the
-//! back: see "A bad clock"). Every use's `now + T` is in its bucket's cooldown end before any
-//! call can release the bucket: a joiner raises it before the CAS that counts its use, an
-//! opener publishes it after its CAS and no call releases a bucket not yet published; the call
-//! that released the bucket read that cooldown end in a view its own CAS confirmed (so after
-//! every use the bucket got) and raised the release watermark to it before that CAS. The call of `s + L`
+//! back: see "A bad clock"). Every use raises its bucket's cooldown end to its `now + T`
+//! before the CAS that counts it; the call that released the bucket read that cooldown end in
+//! a view its own CAS confirmed (so after every use the bucket got) and raised the release
+//! watermark to it before that CAS. The call of `s + L`
 //! read the watermark after a control word that reflects the release and was not late:
 //! `t' ≥ t_s + T`. Now take any `X + 1` uses of one name: they are
 //! uses `j + K·i` for `X + 1` distinct `i`, two of which are congruent modulo `X`, say
@@ -183,11 +191,10 @@
 //!
 //! # Atomic orderings
 //! One CAS on the control word decides each call ([`AtomicLedger`]). The release watermark
-//! and a joined bucket's cooldown end only grow (`fetch_max`) and are raised before that CAS,
-//! so a reader that sees the CAS sees them; an opened bucket's slot is marked before the CAS
-//! and its ticks published after it, `first_seq` last, so a reader that sees the CAS sees the
-//! mark or the ticks. A reader re-reads the control word after the slot fields and decides
-//! only on a view where it did not change. See `pool/atomic.rs` for each ordering.
+//! only grows (`fetch_max`) and a slot word only grows within its bucket; both are raised
+//! before that CAS, so a reader that sees the CAS sees them. A reader re-reads the control
+//! word after the slot words and decides only on a view where it did not change. See
+//! `pool/atomic.rs` for each ordering.
 
 mod algorithm;
 mod atomic;

@@ -11,6 +11,58 @@ pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize
 #[cfg(not(slidelimit_loom))]
 pub(crate) use std::sync::Mutex;
 
+/// A 128-bit atomic: `portable_atomic`'s natively (`cmpxchg16b` on x86_64, detected at run
+/// time; 128-bit exclusives on AArch64). Loom has none, so under loom it is a word behind a
+/// loom `Mutex`: every load and CAS is then one step the model schedules, and the model checks
+/// interleavings of whole operations, not weaker orderings of this one word (`cmpxchg16b` is
+/// a full barrier on x86_64 anyway).
+#[cfg(not(slidelimit_loom))]
+pub(crate) use portable_atomic::AtomicU128;
+
+#[cfg(slidelimit_loom)]
+pub(crate) use loom_u128::AtomicU128;
+
+#[cfg(slidelimit_loom)]
+mod loom_u128 {
+    //! `AtomicU128` for the loom models (see the re-export above).
+
+    use super::{Mutex, Ordering};
+
+    /// A 128-bit word behind a loom mutex, with the atomic operations the core uses.
+    #[derive(Debug, Default)]
+    pub(crate) struct AtomicU128(Mutex<u128>);
+
+    impl AtomicU128 {
+        pub(crate) fn new(value: u128) -> Self {
+            Self(Mutex::new(value))
+        }
+
+        pub(crate) fn load(&self, _order: Ordering) -> u128 {
+            *self.0.lock().expect("a loom model does not poison")
+        }
+
+        pub(crate) fn store(&self, value: u128, _order: Ordering) {
+            *self.0.lock().expect("a loom model does not poison") = value;
+        }
+
+        pub(crate) fn compare_exchange(
+            &self,
+            current: u128,
+            new: u128,
+            _success: Ordering,
+            _failure: Ordering,
+        ) -> Result<u128, u128> {
+            let mut word = self.0.lock().expect("a loom model does not poison");
+            if *word == current {
+                *word = new;
+                Ok(current)
+            } else {
+                Err(*word)
+            }
+        }
+    }
+}
+
 /// Called on every retry of a CAS loop and every bounce off a retired entry.
 ///
 /// Under loom this yields, so the model can schedule the thread that makes progress

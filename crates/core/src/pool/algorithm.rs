@@ -18,14 +18,16 @@ pub(crate) trait LedgerReads {
     /// only by releasing calls, to the value they checked against their own `now`). A call
     /// below it is late.
     fn released_through(&self) -> u64;
-    /// The bucket at `slot`'s tag: the full sequence number of its first use plus one (0 in
-    /// a slot never opened), with [`OPENING`] set while the bucket's opener has not yet
-    /// published its fields (see [`LedgerCells`]).
-    fn first_seq(&self, slot: usize) -> u64;
-    /// The tick at which the bucket at `slot` opened (unused without a time threshold).
-    fn opened_at(&self, slot: usize) -> u64;
-    /// The tick from which the bucket at `slot` has cooled down: its newest use + `T`.
-    fn cooled_at(&self, slot: usize) -> u64;
+    /// The bucket word of `slot`: its tag ([`tag_of`], with [`FAR_FLAG`] once the bucket is
+    /// flagged as opened by a far-ahead call) and the cooldown end of a bucket opened by a
+    /// well-timed call.
+    fn bucket_word(&self, slot: usize) -> (u64, u64);
+    /// The far word of `slot`: a tag and the cooldown end of a bucket opened by a far-ahead
+    /// call.
+    fn far_word(&self, slot: usize) -> (u64, u64);
+    /// The opened word of `slot`: a tag and the tick the bucket opened at (written with a
+    /// time threshold only).
+    fn opened_word(&self, slot: usize) -> (u64, u64);
 }
 
 impl<T: LedgerReads> LedgerReads for &T {
@@ -38,64 +40,103 @@ impl<T: LedgerReads> LedgerReads for &T {
     fn released_through(&self) -> u64 {
         (**self).released_through()
     }
-    fn first_seq(&self, slot: usize) -> u64 {
-        (**self).first_seq(slot)
+    fn bucket_word(&self, slot: usize) -> (u64, u64) {
+        (**self).bucket_word(slot)
     }
-    fn opened_at(&self, slot: usize) -> u64 {
-        (**self).opened_at(slot)
+    fn far_word(&self, slot: usize) -> (u64, u64) {
+        (**self).far_word(slot)
     }
-    fn cooled_at(&self, slot: usize) -> u64 {
-        (**self).cooled_at(slot)
+    fn opened_word(&self, slot: usize) -> (u64, u64) {
+        (**self).opened_word(slot)
+    }
+}
+
+/// The full sequence number of the first use in the bucket at `slot` (`u64::MAX`, that is
+/// -1, in a slot never opened).
+pub(crate) fn first_seq<C: LedgerReads>(cells: &C, slot: usize) -> u64 {
+    (cells.bucket_word(slot).0 & !FAR_FLAG).wrapping_sub(1)
+}
+
+/// The tick at which the bucket at `slot` opened (unused without a time threshold).
+pub(crate) fn opened_at<C: LedgerReads>(cells: &C, slot: usize) -> u64 {
+    cells.opened_word(slot).1
+}
+
+/// The tick from which the bucket at `slot` has cooled down (its newest use + `T`), for a
+/// reader whose control word says `control`: from the far word where the bucket was opened
+/// by a far-ahead call (its slot flagged, or it is the newest and the word says so), else
+/// from the bucket word.
+pub(crate) fn cooled_at<C: LedgerReads>(cells: &C, slot: usize, control: Control) -> u64 {
+    let geometry = cells.geometry();
+    let (tag, tick) = cells.bucket_word(slot);
+    let newest = (control.head + control.live + geometry.slots - 1) % geometry.slots;
+    let far = tag & FAR_FLAG != 0 || (control.far && control.live > 0 && slot as u64 == newest);
+    if !far {
+        return tick;
+    }
+    let (far_tag, far_tick) = cells.far_word(slot);
+    if far_tag == tag & !FAR_FLAG {
+        far_tick
+    } else {
+        // Its opener raised the far word before the CAS that opened it, so this is never
+        // seen in a view the control word confirms; held for good if it were.
+        u64::MAX
     }
 }
 
 /// What the algorithm writes. `replace_control` is a CAS in the atomic form (it may fail with
 /// the word found) and always succeeds in the sequential form.
 ///
-/// A bucket is opened in three steps: [`mark_opening`](LedgerCells::mark_opening) writes
-/// `tag | OPENING` into the free slot's `first_seq` (unless it already holds a tag at least
-/// `tag`: a newer bucket's, or the same mark; tags are first sequence numbers plus one, so
-/// that a slot never opened, 0, is below every bucket's), the control CAS opens the bucket,
-/// and only its winner [`publish`](LedgerCells::publish)es the fields by plain stores,
-/// `first_seq = tag` last.
-/// Losers leave nothing but a mark in a free slot, and every generation of a slot starts from
-/// its opener's own values: a far-future tick held by one bucket is gone from the slot once
-/// the next bucket opened there is published. A reader that finds `OPENING` knows the bucket's
-/// first number but not its ticks: it neither releases nor joins that bucket.
-///
-/// `raise_*` keep the larger of the stored and the given value (joins, the watermark), so a
-/// writer that lost a race can never lower what a winner wrote.
+/// Every write to a slot is a **raise within its bucket**: each slot word holds the first
+/// sequence number of the bucket that wrote it beside its tick, and a write for the bucket
+/// whose first use is `first_seq`
+/// - replaces a word of an older bucket (the slot's last generation, released or moved to the
+///   back), so no tick outlives its bucket: a far-future tick is gone from the slot once the
+///   next bucket opened there writes it;
+/// - keeps the larger tick in a word of the same bucket, so a writer that lost a race can
+///   never lower what the winner wrote (the openers and joiners of one view raise before
+///   their CAS);
+/// - changes nothing in a word of a newer bucket (this writer's view is stale: its CAS fails).
 pub(crate) trait LedgerCells: LedgerReads {
     fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64>;
     fn raise_released_through(&mut self, tick: u64);
-    /// Marks the free `slot` as being opened by the bucket tagged `tag` (see above).
-    fn mark_opening(&mut self, slot: usize, tag: u64);
-    /// The opener's fields, after its CAS: `opened_at` (with a time threshold), `cooled_at`,
-    /// then `first_seq = tag`, which clears the mark.
-    fn publish(&mut self, slot: usize, tag: u64, opened_at: Option<u64>, cooled_at: u64);
-    fn raise_cooled_at(&mut self, slot: usize, tick: u64);
+    /// Raises `slot`'s bucket word within the bucket tagged `tag` (which may carry
+    /// [`FAR_FLAG`]) to `tick`.
+    fn raise_bucket_word(&mut self, slot: usize, tag: u64, tick: u64);
+    /// Raises `slot`'s far word within the bucket tagged `tag` to `tick`.
+    fn raise_far_word(&mut self, slot: usize, tag: u64, tick: u64);
+    /// Raises `slot`'s opened word within the bucket tagged `tag` to `tick`.
+    fn raise_opened_word(&mut self, slot: usize, tag: u64, tick: u64);
 }
 
-/// The bit of a slot's `first_seq` that says its bucket is being opened (its fields not yet
-/// published). Sequence numbers stay far below it (2^63 uses).
-pub(crate) const OPENING: u64 = 1 << 63;
+/// The bit of a bucket word's tag that flags a bucket opened by a far-ahead call (sequence
+/// numbers stay far below it: 2^63 uses).
+pub(crate) const FAR_FLAG: u64 = 1 << 63;
 
-/// The tag of a bucket whose first use is `seq`.
-fn tag_of(seq: u64) -> u64 {
-    seq + 1
+/// The tag a slot word holds for the bucket whose first use is `first_seq`: the number plus
+/// one, so that a slot never opened (tag 0) is older than every bucket.
+pub(crate) fn tag_of(first_seq: u64) -> u64 {
+    first_seq.wrapping_add(1)
 }
 
-/// A slot's `first_seq` word split: its bucket's first sequence number, and whether the
-/// bucket's fields are published.
-fn split_first_seq(raw: u64) -> (u64, bool) {
-    ((raw & !OPENING).wrapping_sub(1), raw & OPENING == 0)
-}
-
-/// The cooldown end of the bucket at `slot`, if its fields are published.
-fn published_cooled_at<C: LedgerReads>(cells: &C, slot: usize) -> Option<u64> {
-    let (_, published) = split_first_seq(cells.first_seq(slot));
-    // Read after `first_seq`: a published number pairs with the opener's stores before it.
-    published.then(|| cells.cooled_at(slot))
+/// The raise within a bucket (see [`LedgerCells`]) of a slot word `(tag, tick)` for the
+/// bucket tagged `tag` (its [`FAR_FLAG`] kept once set) to `tick`: the new word, or `None`
+/// where the word does not change.
+pub(crate) fn raised_within_bucket(word: (u64, u64), tag: u64, tick: u64) -> Option<(u64, u64)> {
+    let (found, found_tick) = word;
+    let (found_bucket, bucket) = (found & !FAR_FLAG, tag & !FAR_FLAG);
+    if found_bucket > bucket {
+        return None;
+    }
+    let raised =
+        if found_bucket < bucket && !cfg!(slidelimit_loom_mutant = "pool_raise_across_buckets") {
+            (tag, tick)
+        } else {
+            // The `pool_raise_across_buckets` mutant deliberately keeps the larger tick across
+            // buckets too, so a far-future tick stays in its slot for every later bucket there.
+            (tag | (found & FAR_FLAG), found_tick.max(tick))
+        };
+    (raised != word).then_some(raised)
 }
 
 /// One consistent reading of the pool: the slot fields were read while the control word held
@@ -112,16 +153,13 @@ struct View {
     newest: usize,
     /// Whether the newest bucket takes another use at the caller's `now`.
     newest_accepts: bool,
-    /// Whether the newest bucket's fields are published (always true in the exact pool,
-    /// which never reads its newest slot and never joins).
-    newest_published: bool,
-    /// The tick from which the oldest held bucket has cooled down (`u64::MAX` if none, or if
-    /// its opener has not published it yet).
+    /// The full sequence number of the newest bucket's first use (0 in the exact pool, which
+    /// never reads its newest slot and never joins).
+    newest_first: u64,
+    /// The tick from which the oldest held bucket has cooled down (`u64::MAX` if none).
     head_cooled_at: u64,
     /// The full sequence number of the oldest held bucket's first use (0 if none).
     head_first: u64,
-    /// Whether the oldest held bucket's fields are published (true if none is held).
-    head_published: bool,
 }
 
 /// Reads the slots the decision needs, then the control word again, until the word is the
@@ -132,47 +170,42 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
     loop {
         let control = Control::unpack(word);
         let newest = ((control.head + control.live + geometry.slots - 1) % geometry.slots) as usize;
-        let (held, head_cooled_at, head_first, head_published) = if control.live == 0 {
-            (0, u64::MAX, 0, true)
+        let (held, head_cooled_at, head_first) = if control.live == 0 {
+            (0, u64::MAX, 0)
         } else {
             let head = control.head as usize;
-            let (head_first, published) = split_first_seq(cells.first_seq(head));
-            // An unpublished bucket has not cooled down for anyone: its opener's CAS has
-            // counted a use whose tick no reader knows yet.
-            let cooled_at = if published {
-                cells.cooled_at(head)
-            } else {
-                u64::MAX
-            };
+            let head_first = first_seq(cells, head);
             (
                 control.uses_since(head_first),
-                cooled_at,
+                cooled_at(cells, head, control),
                 head_first,
-                published,
             )
         };
-        let (next_seq, newest_accepts, newest_published) =
+        let (next_seq, newest_accepts, newest_first) =
             if control.live > 0 && geometry.bucket_uses == 1 {
                 // One use per bucket (the exact pool): the newest bucket is full, and the held
                 // uses run from the head's first to the next. Not reading the newest slot keeps
                 // the line its opener (most likely another thread) just wrote out of this call.
-                (head_first.wrapping_add(held), false, true)
+                (head_first.wrapping_add(held), false, 0)
             } else {
-                let (newest_first, published) = split_first_seq(cells.first_seq(newest));
+                let newest_first = first_seq(cells, newest);
                 let newest_uses = control.uses_since(newest_first);
-                // A bucket that has cooled down takes no more uses: joining it would hold its old
-                // uses for another T (possible only without a time threshold, or with τ > T). One
-                // holding a use more than T after `now` (a bad clock's) takes none from this call
-                // either: joining would hold this call's use until that far tick too. An
-                // unpublished one takes none: its opener's stores would overwrite the join's.
-                let newest_cooled_at = cells.cooled_at(newest);
+                // A bucket that has cooled down takes no more uses: joining it would hold its
+                // old uses for another T (possible only without a time threshold, or with
+                // τ > T). One holding a use more than T after `now` (a bad clock's) takes
+                // none from this call either: joining would hold this call's use until that
+                // far tick too.
+                let newest_cooled_at = cooled_at(cells, newest, control);
                 let accepts = control.live > 0
-                    && published
                     && newest_uses < geometry.bucket_uses
                     && newest_cooled_at > now
                     && !geometry.holds_use_far_after(newest_cooled_at, now)
-                    && !geometry.time_closed(cells.opened_at(newest), now);
-                (newest_first.wrapping_add(newest_uses), accepts, published)
+                    && !geometry.time_closed(opened_at(cells, newest), now);
+                (
+                    newest_first.wrapping_add(newest_uses),
+                    accepts,
+                    newest_first,
+                )
             };
         let again = cells.control();
         if again == word {
@@ -183,10 +216,9 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
                 held,
                 newest,
                 newest_accepts,
-                newest_published,
+                newest_first,
                 head_cooled_at,
                 head_first,
-                head_published,
             };
         }
         word = again;
@@ -207,23 +239,18 @@ pub const MAX_REQUEUES_PER_CALL: u32 = 8;
 /// `2T` past the release watermark, so that a pool in steady use never reads the two slots.
 fn head_jumps<C: LedgerReads>(
     cells: &C,
-    head: u64,
-    live: u64,
+    control: Control,
     head_cooled_at: u64,
     released_through: u64,
 ) -> bool {
     let geometry = cells.geometry();
+    let (head, live) = (control.head, control.live);
     if live < 2 || !geometry.holds_use_far_after(head_cooled_at, released_through) {
         return false;
     }
     let behind = ((head + 1) % geometry.slots) as usize;
     let newest = ((head + live - 1) % geometry.slots) as usize;
-    // A bucket whose opener has not published it yet counts as well-timed: passing the head
-    // costs its uses one more turn of the ring at worst, releasing a bad clock's head would
-    // move the watermark that far.
-    let earliest = published_cooled_at(cells, behind)
-        .unwrap_or(0)
-        .min(published_cooled_at(cells, newest).unwrap_or(0));
+    let earliest = cooled_at(cells, behind, control).min(cooled_at(cells, newest, control));
     geometry.holds_use_far_after(
         head_cooled_at,
         earliest.saturating_sub(geometry.cooldown_ticks),
@@ -236,39 +263,32 @@ fn head_jumps<C: LedgerReads>(
 /// [jumps](head_jumps) ahead of the pool.
 fn should_requeue<C: LedgerReads>(cells: &C, view: &View, now: u64, released_through: u64) -> bool {
     let geometry = cells.geometry();
-    if view.control.live < 2 || view.held < geometry.total_uses || !view.head_published {
+    if view.control.live < 2 || view.held < geometry.total_uses {
         return false;
     }
     if view.head_cooled_at > now {
         return geometry.holds_use_far_after(view.head_cooled_at, now);
     }
     !cfg!(slidelimit_loom_mutant = "pool_release_far_head")
-        && head_jumps(
-            cells,
-            view.control.head,
-            view.control.live,
-            view.head_cooled_at,
-            released_through,
-        )
+        && head_jumps(cells, view.control, view.head_cooled_at, released_through)
 }
 
 /// Moves the oldest bucket, unreleased, to the back of the ring: its `n` uses are numbered
 /// again `L` later (the same key names, since `L = K·X`; every use is held, so the next
 /// number is the head's first plus `L`) and keep its cooldown end. Nothing is freed and no
-/// watermark moves; the buckets behind it come to the head. One CAS, then the new slot is
-/// published like an opened bucket's: `Err(word found)` if the CAS lost. Why it is safe: the
+/// watermark moves; the buckets behind it come to the head. The new slot is written like an
+/// opened bucket's, before the CAS: `Err(word found)` if the CAS lost. Why it is safe: the
 /// pool's docs, "A bad clock".
 fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<(), u64> {
     let geometry = *cells.geometry();
     let control = view.control;
     let head = control.head as usize;
     let behind = ((control.head + 1) % geometry.slots) as usize;
-    let (behind_first, _) = split_first_seq(cells.first_seq(behind));
-    let uses = behind_first.wrapping_sub(view.head_first);
+    let uses = first_seq(cells, behind).wrapping_sub(view.head_first);
     let tail = ((control.head + control.live) % geometry.slots) as usize;
-    // Read before the CAS, while the head is still held (its opener published it: see
-    // `should_requeue`); the CAS confirms the view they belong to.
-    let opened_at = geometry.open_ticks.map(|_| cells.opened_at(head));
+    // With two buckets held or more, a far-ahead head's flag is in its slot (the call that
+    // opened the bucket behind it wrote it).
+    let head_far = cells.bucket_word(head).0 & FAR_FLAG != 0;
     // The `pool_requeue_cools_at_now` mutant deliberately gives the moved uses the caller's
     // cooldown end instead of their own, so a far-future use's key is free again long before
     // that use's tick plus T.
@@ -277,15 +297,76 @@ fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<
     } else {
         view.head_cooled_at
     };
-    cells.mark_opening(tail, tag_of(view.next_seq));
+    let tag = tag_of(view.next_seq);
+    if geometry.open_ticks.is_some() {
+        let opened_at = opened_at(cells, head);
+        cells.raise_opened_word(tail, tag, opened_at);
+    }
+    if head_far {
+        cells.raise_far_word(tail, tag, cooled_at);
+        cells.raise_bucket_word(tail, tag | FAR_FLAG, 0);
+    } else {
+        cells.raise_bucket_word(tail, tag, cooled_at);
+    }
+    flag_far_newest(cells, view);
     let next = Control {
         head: (control.head + 1) % geometry.slots,
+        far: head_far,
         ..control
     }
     .after_uses(uses);
-    cells.replace_control(view.word, next.pack())?;
-    cells.publish(tail, tag_of(view.next_seq), opened_at, cooled_at);
-    Ok(())
+    cells.replace_control(view.word, next.pack())
+}
+
+/// Raises the newest bucket's cooldown end to `cooled_at` for a join: in its far word if a
+/// far-ahead call opened it.
+fn raise_use<C: LedgerCells>(cells: &mut C, view: &View, cooled_at: u64) {
+    let tag = tag_of(view.newest_first);
+    let flagged = cells.bucket_word(view.newest).0 & FAR_FLAG != 0;
+    if view.control.far || flagged {
+        cells.raise_far_word(view.newest, tag, cooled_at);
+    } else {
+        cells.raise_bucket_word(view.newest, tag, cooled_at);
+    }
+}
+
+/// Whether a call at `now` that opens a bucket opens it as a far-ahead one: its use is more
+/// than `T` after the newest use the pool knows of (the release watermark's bucket, the
+/// oldest held, the newest). A bad clock's, or the first after an idle gap: its cooldown end
+/// goes to its slot's far word, which well-timed openers never write, so that a race between
+/// the two for one slot leaves the well-timed winner's bucket its own tick.
+fn opens_far_ahead<C: LedgerReads>(
+    cells: &C,
+    view: &View,
+    now: u64,
+    released_through: u64,
+) -> bool {
+    let geometry = cells.geometry();
+    let mut known = released_through;
+    if view.control.live > 0 {
+        known = known.max(view.head_cooled_at);
+        if now > known.saturating_add(geometry.cooldown_ticks) {
+            // Read only here: a pool in steady use never reads its newest slot for this.
+            known = known.max(cooled_at(cells, view.newest, view.control));
+        }
+    }
+    now > known.saturating_add(geometry.cooldown_ticks)
+}
+
+/// Before a CAS from a word whose newest bucket was opened by a far-ahead call: flags that
+/// bucket's slot, so that it is known as such once a newer bucket (or none) is the newest.
+/// Every call that changes such a word writes the same flag, so a lost CAS leaves nothing
+/// that is not true.
+fn flag_far_newest<C: LedgerCells>(cells: &mut C, view: &View) {
+    if view.control.far
+        && view.control.live > 0
+        && !cfg!(slidelimit_loom_mutant = "pool_far_flag_not_kept")
+    {
+        // The `pool_far_flag_not_kept` mutant deliberately forgets which buckets far-ahead
+        // calls opened once they are no longer the newest.
+        let newest_first = first_seq(cells, view.newest);
+        cells.raise_bucket_word(view.newest, tag_of(newest_first) | FAR_FLAG, 0);
+    }
 }
 
 /// Hands out one use at `now`: its full sequence number (the caller names it `seq mod keys`),
@@ -375,13 +456,6 @@ fn decide<C: LedgerCells, E>(
                 // rather than refuse: a join is safe in any bucket (it only holds the
                 // bucket's uses until this use's cooldown end too), and the thresholds only
                 // shape false negatives, which never come from here with ordered `now`s.
-                if !view.newest_published {
-                    // Its opener is between its CAS and its stores: a join now would be
-                    // overwritten. Read again.
-                    word = cells.control();
-                    backoff.lost();
-                    continue;
-                }
                 join = true;
                 join_past_thresholds = true;
             } else {
@@ -410,7 +484,7 @@ fn decide<C: LedgerCells, E>(
                 .replace_control(view.word, next.after_use().pack())
                 .is_ok()
             {
-                cells.raise_cooled_at(view.newest, cooled_at);
+                raise_use(cells, &view, cooled_at);
                 return Ok(seq);
             }
             word = cells.control();
@@ -422,25 +496,38 @@ fn decide<C: LedgerCells, E>(
         // this use is still within T.
         let skip_raise =
             join_past_thresholds && cfg!(slidelimit_loom_mutant = "pool_full_join_without_raise");
-        // The slot this call opens, if it opens one.
-        let mut opening = None;
         if join {
             if !skip_raise {
-                cells.raise_cooled_at(view.newest, cooled_at);
+                raise_use(cells, &view, cooled_at);
             }
         } else {
             let slot = ((next.head + next.live) % geometry.slots) as usize;
-            cells.mark_opening(slot, tag_of(seq));
-            opening = Some(slot);
+            let tag = tag_of(seq);
+            next.far = opens_far_ahead(cells, &view, now, released_through);
+            if geometry.open_ticks.is_some() {
+                cells.raise_opened_word(slot, tag, now);
+            }
+            if next.far {
+                // Only far-ahead openers write far words, so a well-timed bucket that a
+                // far-ahead call failed to open in the same slot never takes its tick.
+                cells.raise_far_word(slot, tag, cooled_at);
+                let bucket_tick = if cfg!(slidelimit_loom_mutant = "pool_far_writes_bucket_word") {
+                    // Deliberately broken: the far-ahead tick goes to the bucket word too,
+                    // where a well-timed winner of the same slot inherits it.
+                    cooled_at
+                } else {
+                    0
+                };
+                cells.raise_bucket_word(slot, tag, bucket_tick);
+            } else {
+                cells.raise_bucket_word(slot, tag, cooled_at);
+            }
             next.live += 1;
         }
+        flag_far_newest(cells, &view);
         publish_release(cells);
         match cells.replace_control(view.word, next.after_use().pack()) {
             Ok(()) => {
-                if let Some(slot) = opening {
-                    let opened_at = geometry.open_ticks.map(|_| now);
-                    cells.publish(slot, tag_of(seq), opened_at, cooled_at);
-                }
                 backoff.won();
                 return Ok(seq);
             }
@@ -464,7 +551,6 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
         let mut head = view.control.head;
         let mut live = view.control.live;
         let mut head_cooled_at = view.head_cooled_at;
-        let mut head_published = view.head_published;
         // Uses of the buckets a call would move to the back of the ring (`requeue_head`):
         // still held, but they no longer stand in front of the others.
         let mut requeued_uses = 0;
@@ -472,35 +558,38 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
         while live > 0 {
             let requeue = requeues_left > 0
                 && live >= 2
-                && head_published
                 && if head_cooled_at > now {
                     geometry.holds_use_far_after(head_cooled_at, now)
                 } else {
-                    head_jumps(cells, head, live, head_cooled_at, released_through)
+                    let walked = Control {
+                        head,
+                        live,
+                        ..view.control
+                    };
+                    head_jumps(cells, walked, head_cooled_at, released_through)
                 };
             if requeue {
                 let behind = (head + 1) % geometry.slots;
-                let (behind_first, _) = split_first_seq(cells.first_seq(behind as usize));
-                let (head_first, _) = split_first_seq(cells.first_seq(head as usize));
-                requeued_uses += behind_first.wrapping_sub(head_first);
+                requeued_uses +=
+                    first_seq(cells, behind as usize).wrapping_sub(first_seq(cells, head as usize));
                 requeues_left -= 1;
             } else if head_cooled_at > now {
                 break;
             }
             head = (head + 1) % geometry.slots;
             live -= 1;
-            (head_cooled_at, head_published) = if live == 0 {
-                (u64::MAX, true)
+            head_cooled_at = if live == 0 {
+                u64::MAX
             } else {
-                published_cooled_at(cells, head as usize).map_or((u64::MAX, false), |c| (c, true))
+                // The newest bucket stays where it was: `head + live` does not move.
+                cooled_at(cells, head as usize, view.control)
             };
         }
         let held = requeued_uses
             + if live == 0 {
                 0
             } else {
-                let (head_first, _) = split_first_seq(cells.first_seq(head as usize));
-                view.control.uses_since(head_first)
+                view.control.uses_since(first_seq(cells, head as usize))
             };
         let again = cells.control();
         if again != word {

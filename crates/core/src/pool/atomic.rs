@@ -1,32 +1,95 @@
 //! The key-pool ledger in atomics: every decision is one CAS on the control word.
 //!
+//! # Slot words
+//! Each ring slot is three 128-bit words, each a tick with the bucket it belongs to:
+//!
+//! | word     | bits 64..128                                              | bits 0..64 |
+//! |----------|-----------------------------------------------------------|------------|
+//! | `bucket` | bit 127: far-ahead flag; 64..127: tag (first sequence number + 1) | a well-timed bucket's cooldown end (newest use + T) |
+//! | `far`    | tag                                                       | a far-ahead bucket's cooldown end |
+//! | `opened` | tag                                                       | opening tick (with `τ` only) |
+//!
+//! Tag 0 is a slot never opened. A write is a CAS loop that raises the tick within its bucket,
+//! replaces an older bucket's word and leaves a newer bucket's alone (see [`LedgerCells`]), so
+//! the tick and the bucket it belongs to always change together.
+//!
 //! # Atomic orderings
 //! - Loads are `Acquire`: a load of the control word pairs with the `Release` half of the CAS
-//!   that wrote it, so the marks and raises its caller made before it are visible; a slot
-//!   load pairs with the `Release` write that wrote it (a mark, a publishing store or a raise),
-//!   so the control word re-read after it is at least as new as the one that writer had read
-//!   (for a publishing store: the word of the writer's own opening CAS).
-//! - Marks (a CAS on `first_seq`), publishing stores and raises (`fetch_max`) are `Release`:
-//!   a reader that sees one must see the control word its writer started from, and a reader
-//!   that sees a published tag must see the stores its opener made before it.
-//! - The control CAS is `AcqRel` on success (it publishes the marks and raises before it and
-//!   reads the previous decision's) and `Acquire` on failure (the word found is read like a
-//!   load).
+//!   that wrote it, so the slot words its caller raised before it are visible; a slot load
+//!   pairs with the `Release` CAS that wrote it, so the control word re-read after it is at
+//!   least as new as the one that writer had read.
+//! - Slot raises are `Release` CASes (their failure `Acquire`, read like a load): they come
+//!   before the caller's control CAS, and a reader that sees one must see the control word
+//!   its writer started from. The watermark's raise (`fetch_max`) is `Release` for the same
+//!   reason.
+//! - The control CAS is `AcqRel` on success (it publishes the raises before it and reads the
+//!   previous decision's) and `Acquire` on failure (the word found is read like a load).
 //! - Nothing relies on `SeqCst`: a decision is valid exactly when its CAS succeeds.
 
-use super::algorithm::{status, take, take_witnessed, LedgerCells, LedgerReads, OPENING};
+use super::algorithm::{
+    raised_within_bucket, status, take, take_witnessed, LedgerCells, LedgerReads,
+};
 use super::control::Control;
 use super::geometry::PoolGeometry;
 use super::{PoolStatus, Refusal, RefusalWitness, UseLedger};
-use crate::sync::{retry_hint, AtomicU64, Ordering};
+use crate::sync::{retry_hint, AtomicU128, AtomicU64, Ordering};
 
-/// One bucket slot's three words (see [`LedgerReads`] for what each holds, and
-/// [`LedgerCells`] for how a bucket is opened in them).
-#[derive(Debug, Default)]
+/// One bucket slot's three words (the table above).
+#[derive(Debug)]
 struct Slot {
-    first_seq: AtomicU64,
-    opened_at: AtomicU64,
-    cooled_at: AtomicU64,
+    bucket: AtomicU128,
+    far: AtomicU128,
+    opened: AtomicU128,
+}
+
+impl Slot {
+    fn new() -> Self {
+        Self {
+            bucket: AtomicU128::new(0),
+            far: AtomicU128::new(0),
+            opened: AtomicU128::new(0),
+        }
+    }
+}
+
+/// A slot word from its tag and tick.
+fn pack(tag: u64, tick: u64) -> u128 {
+    (u128::from(tag) << 64) | u128::from(tick)
+}
+
+/// A slot word's tag and tick.
+fn unpack(word: u128) -> (u64, u64) {
+    // Truncation intended: the two halves.
+    ((word >> 64) as u64, word as u64)
+}
+
+/// Raises `cell` within the bucket tagged `tag` to `tick` (see [`LedgerCells`]).
+fn raise_within_bucket(cell: &AtomicU128, tag: u64, tick: u64) {
+    // Acquire: as the loads below; a newer bucket's word is then seen and left alone.
+    let mut current = cell.load(Ordering::Acquire);
+    while let Some((new_tag, new_tick)) = raised_within_bucket(unpack(current), tag, tick) {
+        if cfg!(slidelimit_loom_mutant = "pool_raise_by_load_store") {
+            // Deliberately broken: a raise by load-then-store, so a smaller raise that
+            // loaded before a larger one landed can overwrite it.
+            // Release: as the CAS below.
+            cell.store(pack(new_tag, new_tick), Ordering::Release);
+            return;
+        }
+        match cell.compare_exchange(
+            current,
+            pack(new_tag, new_tick),
+            // Success: before the caller's control CAS; pairs with a reader's Acquire load.
+            // Failure: the word found is read like the load above.
+            Ordering::Release,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => return,
+            Err(found) => {
+                current = found;
+                retry_hint();
+            }
+        }
+    }
 }
 
 /// The lock-free ledger: a packed control word, a release watermark and a ring of bucket
@@ -77,7 +140,7 @@ fn spread_len(slots: u64) -> usize {
 }
 
 /// Ring positions this many slots apart are neighbours in memory: odd, so the map below is a
-/// bijection of the power-of-two array, and 3 × 24 bytes, so neighbouring positions never
+/// bijection of the power-of-two array, and 3 × 48 bytes, so neighbouring positions never
 /// share a 64-byte line.
 const SPREAD: usize = 3;
 
@@ -99,7 +162,7 @@ impl UseLedger for AtomicLedger {
             control: AtomicU64::new(Control::EMPTY.pack()),
             released_through: AtomicU64::new(0),
             slots: (0..spread_len(geometry.slots))
-                .map(|_| Slot::default())
+                .map(|_| Slot::new())
                 .collect(),
             #[cfg(all(debug_assertions, not(slidelimit_loom)))]
             lost_races: std::sync::atomic::AtomicU64::new(0),
@@ -138,19 +201,18 @@ impl LedgerReads for AtomicLedger {
         // Pairs with the control CAS (AcqRel) that wrote the word.
         self.control.load(Ordering::Acquire)
     }
-    fn first_seq(&self, slot: usize) -> u64 {
-        // Pairs with a mark (Release) before an opening CAS, or the opener's publishing
-        // store (Release) after it.
-        self.slot(slot).first_seq.load(Ordering::Acquire)
+    fn bucket_word(&self, slot: usize) -> (u64, u64) {
+        // Pairs with each writer's Release raise before its CAS: a releaser that saw a use's
+        // CAS sees its cooldown end.
+        unpack(self.slot(slot).bucket.load(Ordering::Acquire))
     }
-    fn opened_at(&self, slot: usize) -> u64 {
-        // Pairs with the opener's publishing store (Release).
-        self.slot(slot).opened_at.load(Ordering::Acquire)
+    fn far_word(&self, slot: usize) -> (u64, u64) {
+        // Pairs with the far-ahead opener's Release raise before its CAS.
+        unpack(self.slot(slot).far.load(Ordering::Acquire))
     }
-    fn cooled_at(&self, slot: usize) -> u64 {
-        // Pairs with the opener's publishing store and each joiner's raise (Release) before
-        // its CAS: a releaser that saw a use's CAS sees its cooldown end.
-        self.slot(slot).cooled_at.load(Ordering::Acquire)
+    fn opened_word(&self, slot: usize) -> (u64, u64) {
+        // Pairs with the opener's Release raise before its CAS.
+        unpack(self.slot(slot).opened.load(Ordering::Acquire))
     }
 }
 
@@ -189,60 +251,13 @@ impl LedgerCells for &AtomicLedger {
         }
         result
     }
-    fn mark_opening(&mut self, slot: usize, tag: u64) {
-        let cell = &self.slot(slot).first_seq;
-        // Acquire: as the load in `first_seq`, so that a newer bucket's number is seen.
-        let mut current = cell.load(Ordering::Acquire);
-        while current & !OPENING < tag {
-            if cfg!(slidelimit_loom_mutant = "pool_open_without_mark") {
-                // Deliberately broken: the slot keeps its last bucket's fields between this
-                // call's CAS and its stores, so a reader may judge the new bucket by them.
-                return;
-            }
-            match cell.compare_exchange_weak(
-                current,
-                tag | OPENING,
-                // Success: before the opening CAS, which publishes it (AcqRel) to whoever
-                // sees the new bucket. Failure: the word found is read like the load above.
-                Ordering::Release,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return,
-                Err(found) => {
-                    current = found;
-                    retry_hint();
-                }
-            }
-        }
+    fn raise_bucket_word(&mut self, slot: usize, tag: u64, tick: u64) {
+        raise_within_bucket(&self.slot(slot).bucket, tag, tick);
     }
-    fn publish(&mut self, slot: usize, tag: u64, opened_at: Option<u64>, cooled_at: u64) {
-        let cells = self.slot(slot);
-        // Release, all three: pairs with the Acquire loads of a reader that sees any of them,
-        // so that the control word it reads again afterwards is at least the opening CAS's
-        // word (and its view is discarded if it began before); a reader that sees the tag
-        // without the mark also sees the two stores before it.
-        if let Some(tick) = opened_at {
-            cells.opened_at.store(tick, Ordering::Release);
-        }
-        cells.cooled_at.store(cooled_at, Ordering::Release);
-        cells.first_seq.store(tag, Ordering::Release);
+    fn raise_far_word(&mut self, slot: usize, tag: u64, tick: u64) {
+        raise_within_bucket(&self.slot(slot).far, tag, tick);
     }
-    fn raise_cooled_at(&mut self, slot: usize, tick: u64) {
-        let cell = &self.slot(slot).cooled_at;
-        if cfg!(slidelimit_loom_mutant = "pool_raise_by_load_store") {
-            // Deliberately broken: a maximum by load-then-store, so a smaller raise that
-            // loaded before a larger one landed can overwrite it.
-            // Acquire/Release: as the load in `cooled_at` and the `fetch_max` below.
-            if cell.load(Ordering::Acquire) < tick {
-                cell.store(tick, Ordering::Release);
-            }
-            return;
-        }
-        // Only a hint to skip the read-modify-write when calls share a tick: a stale (lower)
-        // value just means a `fetch_max` that changes nothing; the control CAS publishes.
-        if cell.load(Ordering::Relaxed) < tick {
-            // Before the CAS that counts the use; pairs with the load above.
-            cell.fetch_max(tick, Ordering::Release);
-        }
+    fn raise_opened_word(&mut self, slot: usize, tag: u64, tick: u64) {
+        raise_within_bucket(&self.slot(slot).opened, tag, tick);
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use super::algorithm::LedgerReads;
+use super::algorithm::{cooled_at, first_seq, opened_at, LedgerReads};
 use super::control::Control;
 use super::geometry::{additive_bucket_formula, PoolGeometry, PoolMode};
 use super::sequential::SequentialLedger;
@@ -19,14 +19,16 @@ fn canonical(ledger: &SequentialLedger, now: u64, clip: u64) -> Vec<u64> {
         let slot = ((control.head + i) % geometry.slots) as usize;
         let uses = if i + 1 < control.live {
             let next = ((control.head + i + 1) % geometry.slots) as usize;
-            ledger.first_seq(next) - ledger.first_seq(slot)
+            first_seq(ledger, next) - first_seq(ledger, slot)
         } else {
-            control.uses_since(ledger.first_seq(slot))
+            control.uses_since(first_seq(ledger, slot))
         };
         key.extend([
             uses,
-            (now - ledger.opened_at(slot)).min(clip),
-            ledger.cooled_at(slot).saturating_sub(now).min(clip),
+            (now - opened_at(ledger, slot)).min(clip),
+            cooled_at(ledger, slot, control)
+                .saturating_sub(now)
+                .min(clip),
         ]);
     }
     key

@@ -4,8 +4,8 @@ use std::fmt;
 
 use super::control::{SEQ_MODULUS, SLOT_MODULUS};
 
-/// At most this many uses per cooldown in one pool (`keys × uses_per_key`, 2^24 - 1): the
-/// control word counts uses in 24 bits.
+/// At most this many uses per cooldown in one pool (`keys × uses_per_key`, 2^23 - 1): the
+/// control word counts uses in 23 bits.
 pub const MAX_TOTAL_USES: u64 = SEQ_MODULUS - 1;
 
 /// At most this many bucket slots in one pool's ring (2^20 - 1): the control word holds the

@@ -1,17 +1,27 @@
 //! The key-pool ledger in plain integers, for use under a lock (the `Mutex` sibling).
 
-use super::algorithm::{status, take, take_witnessed, LedgerCells, LedgerReads, OPENING};
+use super::algorithm::{
+    raised_within_bucket, status, take, take_witnessed, LedgerCells, LedgerReads,
+};
 use super::control::Control;
 use super::geometry::PoolGeometry;
 use super::{PoolStatus, Refusal, RefusalWitness, UseLedger};
 use crate::keyed::sequential::TableLock;
 
-/// One bucket slot: the first use's sequence number, the opening tick, the cooldown end.
+/// One bucket slot: its three words, each a tick with the tag of the bucket that wrote it (as
+/// the atomic ledger's: see `pool/atomic.rs`).
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
-    first_seq: u64,
-    opened_at: u64,
-    cooled_at: u64,
+    bucket: (u64, u64),
+    far: (u64, u64),
+    opened: (u64, u64),
+}
+
+/// Raises `word` within the bucket tagged `tag` to `tick` (see [`LedgerCells`]).
+fn raise_within_bucket(word: &mut (u64, u64), tag: u64, tick: u64) {
+    if let Some(raised) = raised_within_bucket(*word, tag, tick) {
+        *word = raised;
+    }
 }
 
 /// The pool's buckets in plain integers; not synchronised (a [`TableLock`] guards it in
@@ -61,14 +71,14 @@ impl LedgerReads for SequentialLedger {
     fn control(&self) -> u64 {
         self.control
     }
-    fn first_seq(&self, slot: usize) -> u64 {
-        self.slots[slot].first_seq
+    fn bucket_word(&self, slot: usize) -> (u64, u64) {
+        self.slots[slot].bucket
     }
-    fn opened_at(&self, slot: usize) -> u64 {
-        self.slots[slot].opened_at
+    fn far_word(&self, slot: usize) -> (u64, u64) {
+        self.slots[slot].far
     }
-    fn cooled_at(&self, slot: usize) -> u64 {
-        self.slots[slot].cooled_at
+    fn opened_word(&self, slot: usize) -> (u64, u64) {
+        self.slots[slot].opened
     }
 }
 
@@ -81,23 +91,14 @@ impl LedgerCells for SequentialLedger {
         self.control = new;
         Ok(())
     }
-    fn mark_opening(&mut self, slot: usize, tag: u64) {
-        let field = &mut self.slots[slot].first_seq;
-        if *field & !OPENING < tag {
-            *field = tag | OPENING;
-        }
+    fn raise_bucket_word(&mut self, slot: usize, tag: u64, tick: u64) {
+        raise_within_bucket(&mut self.slots[slot].bucket, tag, tick);
     }
-    fn publish(&mut self, slot: usize, tag: u64, opened_at: Option<u64>, cooled_at: u64) {
-        let slot = &mut self.slots[slot];
-        if let Some(tick) = opened_at {
-            slot.opened_at = tick;
-        }
-        slot.cooled_at = cooled_at;
-        slot.first_seq = tag;
+    fn raise_far_word(&mut self, slot: usize, tag: u64, tick: u64) {
+        raise_within_bucket(&mut self.slots[slot].far, tag, tick);
     }
-    fn raise_cooled_at(&mut self, slot: usize, tick: u64) {
-        let field = &mut self.slots[slot].cooled_at;
-        *field = (*field).max(tick);
+    fn raise_opened_word(&mut self, slot: usize, tag: u64, tick: u64) {
+        raise_within_bucket(&mut self.slots[slot].opened, tag, tick);
     }
 }
 

@@ -192,16 +192,17 @@ fn too_many_uses_are_refused() {
             uses_per_key: MAX_TOTAL_USES + 1
         })
     );
-    assert_eq!(MAX_TOTAL_USES % 3, 0, "2^24 - 1 = 3 x 5,592,405");
+    assert_eq!(MAX_TOTAL_USES % 47, 0, "2^23 - 1 = 47 x 178,481");
+    let keys: Vec<u32> = (0..47).collect();
     assert_eq!(
-        build(&[1, 2, 3], MAX_TOTAL_USES / 3 + 1, 10, count),
+        build(&keys, MAX_TOTAL_USES / 47 + 1, 10, count),
         Err(PoolError::TooManyUses {
-            keys: 3,
-            uses_per_key: MAX_TOTAL_USES / 3 + 1
+            keys: 47,
+            uses_per_key: MAX_TOTAL_USES / 47 + 1
         })
     );
     // Exactly MAX_TOTAL_USES, in one bucket.
-    assert_eq!(build(&[1, 2, 3], MAX_TOTAL_USES / 3, 10, count), Ok(1));
+    assert_eq!(build(&keys, MAX_TOTAL_USES / 47, 10, count), Ok(1));
 }
 
 /// Slots a ring keeps beside the bound (`geometry().slots() - bucket_bound()`).
