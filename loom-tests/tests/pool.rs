@@ -665,30 +665,19 @@ fn mutant_pool_release_far_head_caught_by_p7() {
     p7_a_far_future_call_does_not_release_another();
 }
 
-/// Slot ticks kept across buckets (a raise keeps the larger tick even over an older
-/// bucket's word): 25's (or 26's) bucket opens in the slot the far-future bucket was moved
-/// out of and inherits its cooldown end, 1010, so 1001 finds it in front, not cooled down,
-/// and is refused.
+/// A far-ahead opener that writes its tick to the well-timed cooldown end too: 2000, racing
+/// 15 for the slot 15 opens, leaves 2010 in 15's bucket, so the bucket of 1000 no longer
+/// looks ahead of the pool and 2000 releases it: the watermark goes to 1010 and 30 is late.
 #[test]
-#[cfg(slidelimit_loom_mutant = "pool_raise_across_buckets")]
-#[should_panic(expected = "1001 gets a use")]
-fn mutant_pool_raise_across_buckets_caught_by_p6() {
-    p6_a_far_future_bucket_is_passed_not_released();
-}
-
-/// A far-ahead opener that writes its tick to the bucket word too: 2000, racing 15 for the
-/// slot 15 opens, leaves 2010 in 15's bucket word, so the bucket of 1000 no longer looks ahead
-/// of the pool and 2000 releases it: the watermark goes to 1010 and 30 is late.
-#[test]
-#[cfg(slidelimit_loom_mutant = "pool_far_writes_bucket_word")]
+#[cfg(slidelimit_loom_mutant = "pool_far_writes_cooled_word")]
 #[should_panic(expected = "the watermark passed a well-timed cooldown end")]
-fn mutant_pool_far_writes_bucket_word_caught_by_p7() {
+fn mutant_pool_far_writes_cooled_word_caught_by_p7() {
     p7_a_far_future_call_does_not_release_another();
 }
 
 /// The far-ahead flag not written into the slot once the bucket is no longer the newest: the
-/// bucket of 1000 is read by its bucket word (0, cooled down at once), released at 25, and
-/// its key is used at 1001 and 1002 beside 1000.
+/// bucket of 1000 is read by its well-timed cooldown end (0, cooled down at once), released
+/// at 25, and its key is used at 1001 and 1002 beside 1000.
 #[test]
 #[cfg(slidelimit_loom_mutant = "pool_far_flag_not_kept")]
 #[should_panic(expected = "window oracle:")]

@@ -18,15 +18,18 @@ pub(crate) trait LedgerReads {
     /// only by releasing calls, to the value they checked against their own `now`). A call
     /// below it is late.
     fn released_through(&self) -> u64;
-    /// The bucket word of `slot`: its tag ([`tag_of`], with [`FAR_FLAG`] once the bucket is
-    /// flagged as opened by a far-ahead call) and the cooldown end of a bucket opened by a
-    /// well-timed call.
-    fn bucket_word(&self, slot: usize) -> (u64, u64);
+    /// The first-use word of `slot`: the bucket's tag ([`tag_of`]) shifted left by one, its
+    /// low bit set once the bucket is flagged as opened by a far-ahead call. It only grows:
+    /// a newer bucket's tag is larger, flag or not.
+    fn first_use_word(&self, slot: usize) -> u64;
+    /// The cooldown end (newest use + `T`) of a bucket opened by a well-timed call. It only
+    /// grows, across the slot's buckets too: far-ahead ticks never go there.
+    fn cooled_word(&self, slot: usize) -> u64;
     /// The far word of `slot`: a tag and the cooldown end of a bucket opened by a far-ahead
-    /// call.
+    /// call, raised within its bucket (see [`LedgerCells`]).
     fn far_word(&self, slot: usize) -> (u64, u64);
     /// The opened word of `slot`: a tag and the tick the bucket opened at (written with a
-    /// time threshold only).
+    /// time threshold only), raised within its bucket.
     fn opened_word(&self, slot: usize) -> (u64, u64);
 }
 
@@ -40,8 +43,11 @@ impl<T: LedgerReads> LedgerReads for &T {
     fn released_through(&self) -> u64 {
         (**self).released_through()
     }
-    fn bucket_word(&self, slot: usize) -> (u64, u64) {
-        (**self).bucket_word(slot)
+    fn first_use_word(&self, slot: usize) -> u64 {
+        (**self).first_use_word(slot)
+    }
+    fn cooled_word(&self, slot: usize) -> u64 {
+        (**self).cooled_word(slot)
     }
     fn far_word(&self, slot: usize) -> (u64, u64) {
         (**self).far_word(slot)
@@ -54,7 +60,12 @@ impl<T: LedgerReads> LedgerReads for &T {
 /// The full sequence number of the first use in the bucket at `slot` (`u64::MAX`, that is
 /// -1, in a slot never opened).
 pub(crate) fn first_seq<C: LedgerReads>(cells: &C, slot: usize) -> u64 {
-    (cells.bucket_word(slot).0 & !FAR_FLAG).wrapping_sub(1)
+    (cells.first_use_word(slot) >> 1).wrapping_sub(1)
+}
+
+/// Whether the bucket at `slot` is flagged as opened by a far-ahead call.
+fn flagged_far<C: LedgerReads>(cells: &C, slot: usize) -> bool {
+    cells.first_use_word(slot) & 1 != 0
 }
 
 /// The tick at which the bucket at `slot` opened (unused without a time threshold).
@@ -67,15 +78,17 @@ pub(crate) fn opened_at<C: LedgerReads>(cells: &C, slot: usize) -> u64 {
 /// by a far-ahead call (its slot flagged, or it is the newest and the word says so), else
 /// from the bucket word.
 pub(crate) fn cooled_at<C: LedgerReads>(cells: &C, slot: usize, control: Control) -> u64 {
-    let geometry = cells.geometry();
-    let (tag, tick) = cells.bucket_word(slot);
-    let newest = (control.head + control.live + geometry.slots - 1) % geometry.slots;
-    let far = tag & FAR_FLAG != 0 || (control.far && control.live > 0 && slot as u64 == newest);
+    let first_use = cells.first_use_word(slot);
+    let newest = |geometry: &PoolGeometry| {
+        (control.head + control.live + geometry.slots - 1) % geometry.slots
+    };
+    let far = first_use & 1 != 0
+        || (control.far && control.live > 0 && slot as u64 == newest(cells.geometry()));
     if !far {
-        return tick;
+        return cells.cooled_word(slot);
     }
     let (far_tag, far_tick) = cells.far_word(slot);
-    if far_tag == tag & !FAR_FLAG {
+    if far_tag == first_use >> 1 {
         far_tick
     } else {
         // Its opener raised the far word before the CAS that opened it, so this is never
@@ -85,33 +98,32 @@ pub(crate) fn cooled_at<C: LedgerReads>(cells: &C, slot: usize, control: Control
 }
 
 /// What the algorithm writes. `replace_control` is a CAS in the atomic form (it may fail with
-/// the word found) and always succeeds in the sequential form.
+/// the word found) and always succeeds in the sequential form. Every slot write comes before
+/// the CAS that counts its use (or moves its bucket), and only raises:
+/// - the first-use word and the well-timed cooldown end grow (`fetch_max`) across the slot's
+///   buckets, as sequence numbers and well-timed ticks do; a writer that lost a race can never
+///   lower what the winner wrote;
+/// - the far and opened words are 128-bit, a tick with the tag of its bucket, and raise
+///   **within their bucket**: a write for a newer bucket replaces an older bucket's word
+///   (so a far-ahead tick is gone from the slot once the next bucket there is written), the
+///   larger tick is kept within one bucket, and a stale writer's (an older bucket's) changes
+///   nothing.
 ///
-/// Every write to a slot is a **raise within its bucket**: each slot word holds the first
-/// sequence number of the bucket that wrote it beside its tick, and a write for the bucket
-/// whose first use is `first_seq`
-/// - replaces a word of an older bucket (the slot's last generation, released or moved to the
-///   back), so no tick outlives its bucket: a far-future tick is gone from the slot once the
-///   next bucket opened there writes it;
-/// - keeps the larger tick in a word of the same bucket, so a writer that lost a race can
-///   never lower what the winner wrote (the openers and joiners of one view raise before
-///   their CAS);
-/// - changes nothing in a word of a newer bucket (this writer's view is stale: its CAS fails).
+/// Far-ahead ticks go only to far words, which only far-ahead openers (and joiners of their
+/// buckets) write: so a far-ahead call that loses a slot to a well-timed one leaves nothing
+/// the well-timed bucket reads, and no far-ahead tick outlives its bucket.
 pub(crate) trait LedgerCells: LedgerReads {
     fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64>;
     fn raise_released_through(&mut self, tick: u64);
-    /// Raises `slot`'s bucket word within the bucket tagged `tag` (which may carry
-    /// [`FAR_FLAG`]) to `tick`.
-    fn raise_bucket_word(&mut self, slot: usize, tag: u64, tick: u64);
+    /// Raises `slot`'s first-use word to `word` (`fetch_max`).
+    fn raise_first_use_word(&mut self, slot: usize, word: u64);
+    /// Raises `slot`'s well-timed cooldown end to `tick` (`fetch_max`).
+    fn raise_cooled_word(&mut self, slot: usize, tick: u64);
     /// Raises `slot`'s far word within the bucket tagged `tag` to `tick`.
     fn raise_far_word(&mut self, slot: usize, tag: u64, tick: u64);
     /// Raises `slot`'s opened word within the bucket tagged `tag` to `tick`.
     fn raise_opened_word(&mut self, slot: usize, tag: u64, tick: u64);
 }
-
-/// The bit of a bucket word's tag that flags a bucket opened by a far-ahead call (sequence
-/// numbers stay far below it: 2^63 uses).
-pub(crate) const FAR_FLAG: u64 = 1 << 63;
 
 /// The tag a slot word holds for the bucket whose first use is `first_seq`: the number plus
 /// one, so that a slot never opened (tag 0) is older than every bucket.
@@ -119,24 +131,17 @@ pub(crate) fn tag_of(first_seq: u64) -> u64 {
     first_seq.wrapping_add(1)
 }
 
-/// The raise within a bucket (see [`LedgerCells`]) of a slot word `(tag, tick)` for the
-/// bucket tagged `tag` (its [`FAR_FLAG`] kept once set) to `tick`: the new word, or `None`
-/// where the word does not change.
+/// The raise within a bucket (see [`LedgerCells`]) of a 128-bit slot word `(tag, tick)` for
+/// the bucket tagged `tag` to `tick`: the new word, or `None` where the word does not change.
 pub(crate) fn raised_within_bucket(word: (u64, u64), tag: u64, tick: u64) -> Option<(u64, u64)> {
-    let (found, found_tick) = word;
-    let (found_bucket, bucket) = (found & !FAR_FLAG, tag & !FAR_FLAG);
-    if found_bucket > bucket {
-        return None;
+    let (found_tag, found_tick) = word;
+    if found_tag > tag || (found_tag == tag && found_tick >= tick) {
+        None
+    } else if found_tag < tag {
+        Some((tag, tick))
+    } else {
+        Some((tag, found_tick.max(tick)))
     }
-    let raised =
-        if found_bucket < bucket && !cfg!(slidelimit_loom_mutant = "pool_raise_across_buckets") {
-            (tag, tick)
-        } else {
-            // The `pool_raise_across_buckets` mutant deliberately keeps the larger tick across
-            // buckets too, so a far-future tick stays in its slot for every later bucket there.
-            (tag | (found & FAR_FLAG), found_tick.max(tick))
-        };
-    (raised != word).then_some(raised)
 }
 
 /// One consistent reading of the pool: the slot fields were read while the control word held
@@ -288,7 +293,7 @@ fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<
     let tail = ((control.head + control.live) % geometry.slots) as usize;
     // With two buckets held or more, a far-ahead head's flag is in its slot (the call that
     // opened the bucket behind it wrote it).
-    let head_far = cells.bucket_word(head).0 & FAR_FLAG != 0;
+    let head_far = flagged_far(cells, head);
     // The `pool_requeue_cools_at_now` mutant deliberately gives the moved uses the caller's
     // cooldown end instead of their own, so a far-future use's key is free again long before
     // that use's tick plus T.
@@ -304,10 +309,10 @@ fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<
     }
     if head_far {
         cells.raise_far_word(tail, tag, cooled_at);
-        cells.raise_bucket_word(tail, tag | FAR_FLAG, 0);
     } else {
-        cells.raise_bucket_word(tail, tag, cooled_at);
+        cells.raise_cooled_word(tail, cooled_at);
     }
+    cells.raise_first_use_word(tail, tag << 1 | u64::from(head_far));
     flag_far_newest(cells, view);
     let next = Control {
         head: (control.head + 1) % geometry.slots,
@@ -322,19 +327,21 @@ fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<
 /// far-ahead call opened it.
 fn raise_use<C: LedgerCells>(cells: &mut C, view: &View, cooled_at: u64) {
     let tag = tag_of(view.newest_first);
-    let flagged = cells.bucket_word(view.newest).0 & FAR_FLAG != 0;
-    if view.control.far || flagged {
+    if view.control.far || flagged_far(cells, view.newest) {
         cells.raise_far_word(view.newest, tag, cooled_at);
     } else {
-        cells.raise_bucket_word(view.newest, tag, cooled_at);
+        cells.raise_cooled_word(view.newest, cooled_at);
     }
 }
 
 /// Whether a call at `now` that opens a bucket opens it as a far-ahead one: its use is more
-/// than `T` after the newest use the pool knows of (the release watermark's bucket, the
-/// oldest held, the newest). A bad clock's, or the first after an idle gap: its cooldown end
-/// goes to its slot's far word, which well-timed openers never write, so that a race between
-/// the two for one slot leaves the well-timed winner's bucket its own tick.
+/// than `T` after the newest well-timed use the pool knows of (the release watermark's
+/// bucket, the oldest and the newest held where a well-timed call opened them). A bad
+/// clock's, or the first after an idle gap (and the calls after it, until a release moves
+/// the watermark): its cooldown end goes to its slot's far word, which well-timed openers
+/// never write, so that a race between the two for one slot leaves the well-timed winner's
+/// bucket its own tick, and a far-ahead tick never reaches a well-timed cooldown end (which
+/// only grows, across the slot's buckets too).
 fn opens_far_ahead<C: LedgerReads>(
     cells: &C,
     view: &View,
@@ -342,15 +349,19 @@ fn opens_far_ahead<C: LedgerReads>(
     released_through: u64,
 ) -> bool {
     let geometry = cells.geometry();
+    let threshold = |known: u64| known.saturating_add(geometry.cooldown_ticks);
     let mut known = released_through;
     if view.control.live > 0 {
-        known = known.max(view.head_cooled_at);
-        if now > known.saturating_add(geometry.cooldown_ticks) {
+        let head = view.control.head as usize;
+        if !flagged_far(cells, head) && !(view.control.far && view.control.live == 1) {
+            known = known.max(view.head_cooled_at);
+        }
+        if now > threshold(known) && !view.control.far && !flagged_far(cells, view.newest) {
             // Read only here: a pool in steady use never reads its newest slot for this.
-            known = known.max(cooled_at(cells, view.newest, view.control));
+            known = known.max(cells.cooled_word(view.newest));
         }
     }
-    now > known.saturating_add(geometry.cooldown_ticks)
+    now > threshold(known)
 }
 
 /// Before a CAS from a word whose newest bucket was opened by a far-ahead call: flags that
@@ -365,7 +376,7 @@ fn flag_far_newest<C: LedgerCells>(cells: &mut C, view: &View) {
         // The `pool_far_flag_not_kept` mutant deliberately forgets which buckets far-ahead
         // calls opened once they are no longer the newest.
         let newest_first = first_seq(cells, view.newest);
-        cells.raise_bucket_word(view.newest, tag_of(newest_first) | FAR_FLAG, 0);
+        cells.raise_first_use_word(view.newest, tag_of(newest_first) << 1 | 1);
     }
 }
 
@@ -508,20 +519,19 @@ fn decide<C: LedgerCells, E>(
                 cells.raise_opened_word(slot, tag, now);
             }
             if next.far {
-                // Only far-ahead openers write far words, so a well-timed bucket that a
-                // far-ahead call failed to open in the same slot never takes its tick.
+                // Only far-ahead openers write far words, and they never write the
+                // well-timed cooldown end, so a well-timed bucket that a far-ahead call failed
+                // to open in the same slot never takes its tick.
                 cells.raise_far_word(slot, tag, cooled_at);
-                let bucket_tick = if cfg!(slidelimit_loom_mutant = "pool_far_writes_bucket_word") {
-                    // Deliberately broken: the far-ahead tick goes to the bucket word too,
-                    // where a well-timed winner of the same slot inherits it.
-                    cooled_at
-                } else {
-                    0
-                };
-                cells.raise_bucket_word(slot, tag, bucket_tick);
+                if cfg!(slidelimit_loom_mutant = "pool_far_writes_cooled_word") {
+                    // Deliberately broken: the far-ahead tick goes to the well-timed word
+                    // too, where a well-timed winner of the same slot inherits it.
+                    cells.raise_cooled_word(slot, cooled_at);
+                }
             } else {
-                cells.raise_bucket_word(slot, tag, cooled_at);
+                cells.raise_cooled_word(slot, cooled_at);
             }
+            cells.raise_first_use_word(slot, tag << 1);
             next.live += 1;
         }
         flag_far_newest(cells, &view);
@@ -623,5 +633,23 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
             retry_at,
             refusal,
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::raised_within_bucket;
+
+    #[test]
+    fn a_raise_stays_within_its_bucket() {
+        // A newer bucket replaces an older bucket's tick, however large.
+        assert_eq!(raised_within_bucket((3, u64::MAX), 9, 5), Some((9, 5)));
+        // Within one bucket the larger tick stays.
+        assert_eq!(raised_within_bucket((9, 7), 9, 5), None);
+        assert_eq!(raised_within_bucket((9, 7), 9, 8), Some((9, 8)));
+        // A stale writer (an older bucket's) changes nothing.
+        assert_eq!(raised_within_bucket((9, 1), 3, u64::MAX), None);
+        // A slot never opened is older than every bucket.
+        assert_eq!(raised_within_bucket((0, 0), 1, 0), Some((1, 0)));
     }
 }

@@ -1,27 +1,27 @@
 //! The key-pool ledger in atomics: every decision is one CAS on the control word.
 //!
 //! # Slot words
-//! Each ring slot is three 128-bit words, each a tick with the bucket it belongs to:
+//! Each ring slot holds four words (see [`LedgerCells`] for how each is raised):
 //!
-//! | word     | bits 64..128                                              | bits 0..64 |
-//! |----------|-----------------------------------------------------------|------------|
-//! | `bucket` | bit 127: far-ahead flag; 64..127: tag (first sequence number + 1) | a well-timed bucket's cooldown end (newest use + T) |
-//! | `far`    | tag                                                       | a far-ahead bucket's cooldown end |
-//! | `opened` | tag                                                       | opening tick (with `τ` only) |
+//! | word        | bits                                              | written by |
+//! |-------------|---------------------------------------------------|------------|
+//! | `first_use` | 1..64: tag (first sequence number + 1); 0: far-ahead flag | openers; the flag by the call after a far-ahead opener |
+//! | `cooled`    | 0..64: cooldown end (newest use + T) of a well-timed bucket | well-timed openers and joiners |
+//! | `far`       | 64..128: tag; 0..64: cooldown end of a far-ahead bucket | far-ahead openers and joiners |
+//! | `opened`    | 64..128: tag; 0..64: opening tick (with `τ` only) | openers |
 //!
-//! Tag 0 is a slot never opened. A write is a CAS loop that raises the tick within its bucket,
-//! replaces an older bucket's word and leaves a newer bucket's alone (see [`LedgerCells`]), so
-//! the tick and the bucket it belongs to always change together.
-//!
+//! Tag 0 is a slot never opened. A call of the exact pool in steady use touches only the two
+//! 64-bit words.
+
 //! # Atomic orderings
 //! - Loads are `Acquire`: a load of the control word pairs with the `Release` half of the CAS
 //!   that wrote it, so the slot words its caller raised before it are visible; a slot load
 //!   pairs with the `Release` CAS that wrote it, so the control word re-read after it is at
 //!   least as new as the one that writer had read.
-//! - Slot raises are `Release` CASes (their failure `Acquire`, read like a load): they come
-//!   before the caller's control CAS, and a reader that sees one must see the control word
-//!   its writer started from. The watermark's raise (`fetch_max`) is `Release` for the same
-//!   reason.
+//! - Slot raises are `Release` (`fetch_max` on the 64-bit words; CASes on the 128-bit ones,
+//!   their failure `Acquire`, read like a load): they come before the caller's control CAS,
+//!   and a reader that sees one must see the control word its writer started from. The
+//!   watermark's raise (`fetch_max`) is `Release` for the same reason.
 //! - The control CAS is `AcqRel` on success (it publishes the raises before it and reads the
 //!   previous decision's) and `Acquire` on failure (the word found is read like a load).
 //! - Nothing relies on `SeqCst`: a decision is valid exactly when its CAS succeeds.
@@ -34,10 +34,11 @@ use super::geometry::PoolGeometry;
 use super::{PoolStatus, Refusal, RefusalWitness, UseLedger};
 use crate::sync::{retry_hint, AtomicU128, AtomicU64, Ordering};
 
-/// One bucket slot's three words (the table above).
+/// One bucket slot's words (the table above).
 #[derive(Debug)]
 struct Slot {
-    bucket: AtomicU128,
+    first_use: AtomicU64,
+    cooled: AtomicU64,
     far: AtomicU128,
     opened: AtomicU128,
 }
@@ -45,7 +46,8 @@ struct Slot {
 impl Slot {
     fn new() -> Self {
         Self {
-            bucket: AtomicU128::new(0),
+            first_use: AtomicU64::new(0),
+            cooled: AtomicU64::new(0),
             far: AtomicU128::new(0),
             opened: AtomicU128::new(0),
         }
@@ -68,13 +70,6 @@ fn raise_within_bucket(cell: &AtomicU128, tag: u64, tick: u64) {
     // Acquire: as the loads below; a newer bucket's word is then seen and left alone.
     let mut current = cell.load(Ordering::Acquire);
     while let Some((new_tag, new_tick)) = raised_within_bucket(unpack(current), tag, tick) {
-        if cfg!(slidelimit_loom_mutant = "pool_raise_by_load_store") {
-            // Deliberately broken: a raise by load-then-store, so a smaller raise that
-            // loaded before a larger one landed can overwrite it.
-            // Release: as the CAS below.
-            cell.store(pack(new_tag, new_tick), Ordering::Release);
-            return;
-        }
         match cell.compare_exchange(
             current,
             pack(new_tag, new_tick),
@@ -141,7 +136,8 @@ fn spread_len(slots: u64) -> usize {
 
 /// Ring positions this many slots apart are neighbours in memory: odd, so the map below is a
 /// bijection of the power-of-two array, and 3 × 48 bytes, so neighbouring positions never
-/// share a 64-byte line.
+/// share a 64-byte line (a slot's two 64-bit words, the only ones the exact pool's steady use
+/// touches, share one).
 const SPREAD: usize = 3;
 
 impl AtomicLedger {
@@ -201,10 +197,14 @@ impl LedgerReads for AtomicLedger {
         // Pairs with the control CAS (AcqRel) that wrote the word.
         self.control.load(Ordering::Acquire)
     }
-    fn bucket_word(&self, slot: usize) -> (u64, u64) {
-        // Pairs with each writer's Release raise before its CAS: a releaser that saw a use's
+    fn first_use_word(&self, slot: usize) -> u64 {
+        // Pairs with the opener's (or flagger's) Release raise before its CAS.
+        self.slot(slot).first_use.load(Ordering::Acquire)
+    }
+    fn cooled_word(&self, slot: usize) -> u64 {
+        // Pairs with each user's Release raise before its CAS: a releaser that saw a use's
         // CAS sees its cooldown end.
-        unpack(self.slot(slot).bucket.load(Ordering::Acquire))
+        self.slot(slot).cooled.load(Ordering::Acquire)
     }
     fn far_word(&self, slot: usize) -> (u64, u64) {
         // Pairs with the far-ahead opener's Release raise before its CAS.
@@ -251,8 +251,31 @@ impl LedgerCells for &AtomicLedger {
         }
         result
     }
-    fn raise_bucket_word(&mut self, slot: usize, tag: u64, tick: u64) {
-        raise_within_bucket(&self.slot(slot).bucket, tag, tick);
+    fn raise_first_use_word(&mut self, slot: usize, word: u64) {
+        let cell = &self.slot(slot).first_use;
+        // Only a hint to skip the read-modify-write when the word is already there.
+        if cell.load(Ordering::Relaxed) < word {
+            // Before the CAS that counts the use; pairs with the load in `first_use_word`.
+            cell.fetch_max(word, Ordering::Release);
+        }
+    }
+    fn raise_cooled_word(&mut self, slot: usize, tick: u64) {
+        let cell = &self.slot(slot).cooled;
+        if cfg!(slidelimit_loom_mutant = "pool_raise_by_load_store") {
+            // Deliberately broken: a maximum by load-then-store, so a smaller raise that
+            // loaded before a larger one landed can overwrite it.
+            // Acquire/Release: as the load in `cooled_word` and the `fetch_max` below.
+            if cell.load(Ordering::Acquire) < tick {
+                cell.store(tick, Ordering::Release);
+            }
+            return;
+        }
+        // Only a hint to skip the read-modify-write when calls share a tick: a stale (lower)
+        // value just means a `fetch_max` that changes nothing; the control CAS publishes.
+        if cell.load(Ordering::Relaxed) < tick {
+            // Before the CAS that counts the use; pairs with the load in `cooled_word`.
+            cell.fetch_max(tick, Ordering::Release);
+        }
     }
     fn raise_far_word(&mut self, slot: usize, tag: u64, tick: u64) {
         raise_within_bucket(&self.slot(slot).far, tag, tick);

@@ -8,11 +8,11 @@ use super::geometry::PoolGeometry;
 use super::{PoolStatus, Refusal, RefusalWitness, UseLedger};
 use crate::keyed::sequential::TableLock;
 
-/// One bucket slot: its three words, each a tick with the tag of the bucket that wrote it (as
-/// the atomic ledger's: see `pool/atomic.rs`).
+/// One bucket slot: the atomic ledger's four words (see `pool/atomic.rs`).
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
-    bucket: (u64, u64),
+    first_use: u64,
+    cooled: u64,
     far: (u64, u64),
     opened: (u64, u64),
 }
@@ -71,8 +71,11 @@ impl LedgerReads for SequentialLedger {
     fn control(&self) -> u64 {
         self.control
     }
-    fn bucket_word(&self, slot: usize) -> (u64, u64) {
-        self.slots[slot].bucket
+    fn first_use_word(&self, slot: usize) -> u64 {
+        self.slots[slot].first_use
+    }
+    fn cooled_word(&self, slot: usize) -> u64 {
+        self.slots[slot].cooled
     }
     fn far_word(&self, slot: usize) -> (u64, u64) {
         self.slots[slot].far
@@ -91,8 +94,13 @@ impl LedgerCells for SequentialLedger {
         self.control = new;
         Ok(())
     }
-    fn raise_bucket_word(&mut self, slot: usize, tag: u64, tick: u64) {
-        raise_within_bucket(&mut self.slots[slot].bucket, tag, tick);
+    fn raise_first_use_word(&mut self, slot: usize, word: u64) {
+        let field = &mut self.slots[slot].first_use;
+        *field = (*field).max(word);
+    }
+    fn raise_cooled_word(&mut self, slot: usize, tick: u64) {
+        let field = &mut self.slots[slot].cooled;
+        *field = (*field).max(tick);
     }
     fn raise_far_word(&mut self, slot: usize, tag: u64, tick: u64) {
         raise_within_bucket(&mut self.slots[slot].far, tag, tick);
