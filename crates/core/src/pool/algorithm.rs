@@ -59,16 +59,19 @@ impl<T: LedgerReads> LedgerReads for &T {
 
 /// The full sequence number of the first use in the bucket at `slot` (`u64::MAX`, that is
 /// -1, in a slot never opened).
+#[inline]
 pub(crate) fn first_seq<C: LedgerReads>(cells: &C, slot: usize) -> u64 {
     (cells.first_use_word(slot) >> 1).wrapping_sub(1)
 }
 
 /// Whether the bucket at `slot` is flagged as opened by a far-ahead call.
+#[inline]
 fn flagged_far<C: LedgerReads>(cells: &C, slot: usize) -> bool {
     cells.first_use_word(slot) & 1 != 0
 }
 
 /// The tick at which the bucket at `slot` opened (unused without a time threshold).
+#[inline]
 pub(crate) fn opened_at<C: LedgerReads>(cells: &C, slot: usize) -> u64 {
     cells.opened_word(slot).1
 }
@@ -77,10 +80,16 @@ pub(crate) fn opened_at<C: LedgerReads>(cells: &C, slot: usize) -> u64 {
 /// reader whose control word says `control`: from the far word where the bucket was opened
 /// by a far-ahead call (its slot flagged, or it is the newest and the word says so), else
 /// from the bucket word.
+#[inline]
 pub(crate) fn cooled_at<C: LedgerReads>(cells: &C, slot: usize, control: Control) -> u64 {
-    let first_use = cells.first_use_word(slot);
+    cooled_at_with(cells, slot, cells.first_use_word(slot), control)
+}
+
+/// [`cooled_at`] for a slot whose first-use word was read as `first_use`.
+#[inline]
+fn cooled_at_with<C: LedgerReads>(cells: &C, slot: usize, first_use: u64, control: Control) -> u64 {
     let newest = |geometry: &PoolGeometry| {
-        (control.head + control.live + geometry.slots - 1) % geometry.slots
+        geometry.newest_slot(control.head, control.live)
     };
     let far = first_use & 1 != 0
         || (control.far && control.live > 0 && slot as u64 == newest(cells.geometry()));
@@ -127,6 +136,7 @@ pub(crate) trait LedgerCells: LedgerReads {
 
 /// The tag a slot word holds for the bucket whose first use is `first_seq`: the number plus
 /// one, so that a slot never opened (tag 0) is older than every bucket.
+#[inline]
 pub(crate) fn tag_of(first_seq: u64) -> u64 {
     first_seq.wrapping_add(1)
 }
@@ -174,15 +184,16 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
     let geometry = *cells.geometry();
     loop {
         let control = Control::unpack(word);
-        let newest = ((control.head + control.live + geometry.slots - 1) % geometry.slots) as usize;
+        let newest = geometry.newest_slot(control.head, control.live) as usize;
         let (held, head_cooled_at, head_first) = if control.live == 0 {
             (0, u64::MAX, 0)
         } else {
             let head = control.head as usize;
-            let head_first = first_seq(cells, head);
+            let first_use = cells.first_use_word(head);
+            let head_first = (first_use >> 1).wrapping_sub(1);
             (
                 control.uses_since(head_first),
-                cooled_at(cells, head, control),
+                cooled_at_with(cells, head, first_use, control),
                 head_first,
             )
         };
@@ -242,6 +253,8 @@ pub const MAX_REQUEUES_PER_CALL: u32 = 8;
 /// releases it would raise the release watermark that far ahead of the pool (and refuse every
 /// well-timed call as late until then). Read only when its cooldown end is already more than
 /// `2T` past the release watermark, so that a pool in steady use never reads the two slots.
+#[cold]
+#[inline(never)]
 fn head_jumps<C: LedgerReads>(
     cells: &C,
     control: Control,
@@ -253,8 +266,8 @@ fn head_jumps<C: LedgerReads>(
     if live < 2 || !geometry.holds_use_far_after(head_cooled_at, released_through) {
         return false;
     }
-    let behind = ((head + 1) % geometry.slots) as usize;
-    let newest = ((head + live - 1) % geometry.slots) as usize;
+    let behind = geometry.ring_slot(head, 1) as usize;
+    let newest = geometry.ring_slot(head, live - 1) as usize;
     let earliest = cooled_at(cells, behind, control).min(cooled_at(cells, newest, control));
     geometry.holds_use_far_after(
         head_cooled_at,
@@ -266,9 +279,17 @@ fn head_jumps<C: LedgerReads>(
 /// bucket to the back of the ring rather than release it or be refused: when the bucket holds
 /// a use more than `T` after `now` (not cooled down, and far ahead), or has cooled down but
 /// [jumps](head_jumps) ahead of the pool.
+#[inline(always)]
 fn should_requeue<C: LedgerReads>(cells: &C, view: &View, now: u64, released_through: u64) -> bool {
     let geometry = cells.geometry();
     if view.control.live < 2 || view.held < geometry.total_uses {
+        return false;
+    }
+    // The common case, checked first: the head cooled down no later than 2T past the
+    // watermark (a pool in steady use), so it is released.
+    if view.head_cooled_at <= now
+        && !geometry.holds_use_far_after(view.head_cooled_at, released_through)
+    {
         return false;
     }
     if view.head_cooled_at > now {
@@ -284,13 +305,15 @@ fn should_requeue<C: LedgerReads>(cells: &C, view: &View, now: u64, released_thr
 /// watermark moves; the buckets behind it come to the head. The new slot is written like an
 /// opened bucket's, before the CAS: `Err(word found)` if the CAS lost. Why it is safe: the
 /// pool's docs, "A bad clock".
+#[cold]
+#[inline(never)]
 fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<(), u64> {
     let geometry = *cells.geometry();
     let control = view.control;
     let head = control.head as usize;
-    let behind = ((control.head + 1) % geometry.slots) as usize;
+    let behind = geometry.ring_slot(control.head, 1) as usize;
     let uses = first_seq(cells, behind).wrapping_sub(view.head_first);
-    let tail = ((control.head + control.live) % geometry.slots) as usize;
+    let tail = geometry.ring_slot(control.head, control.live) as usize;
     // With two buckets held or more, a far-ahead head's flag is in its slot (the call that
     // opened the bucket behind it wrote it).
     let head_far = flagged_far(cells, head);
@@ -315,7 +338,7 @@ fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<
     cells.raise_first_use_word(tail, tag << 1 | u64::from(head_far));
     flag_far_newest(cells, view);
     let next = Control {
-        head: (control.head + 1) % geometry.slots,
+        head: geometry.ring_slot(control.head, 1),
         far: head_far,
         ..control
     }
@@ -342,7 +365,22 @@ fn raise_use<C: LedgerCells>(cells: &mut C, view: &View, cooled_at: u64) {
 /// never write, so that a race between the two for one slot leaves the well-timed winner's
 /// bucket its own tick, and a far-ahead tick never reaches a well-timed cooldown end (which
 /// only grows, across the slot's buckets too).
+#[inline(always)]
 fn opens_far_ahead<C: LedgerReads>(
+    cells: &C,
+    view: &View,
+    now: u64,
+    released_through: u64,
+) -> bool {
+    // A pool in steady use: the watermark is within a cooldown of every call.
+    now > released_through.saturating_add(cells.geometry().cooldown_ticks)
+        && opens_far_ahead_of_the_pool(cells, view, now, released_through)
+}
+
+/// [`opens_far_ahead`] past its first check.
+#[cold]
+#[inline(never)]
+fn opens_far_ahead_of_the_pool<C: LedgerReads>(
     cells: &C,
     view: &View,
     now: u64,
@@ -368,16 +406,24 @@ fn opens_far_ahead<C: LedgerReads>(
 /// bucket's slot, so that it is known as such once a newer bucket (or none) is the newest.
 /// Every call that changes such a word writes the same flag, so a lost CAS leaves nothing
 /// that is not true.
+#[inline(always)]
 fn flag_far_newest<C: LedgerCells>(cells: &mut C, view: &View) {
-    if view.control.far
-        && view.control.live > 0
-        && !cfg!(slidelimit_loom_mutant = "pool_far_flag_not_kept")
-    {
+    if view.control.far && view.control.live > 0 {
+        flag_newest(cells, view);
+    }
+}
+
+/// [`flag_far_newest`]'s write.
+#[cold]
+#[inline(never)]
+fn flag_newest<C: LedgerCells>(cells: &mut C, view: &View) {
+    if cfg!(slidelimit_loom_mutant = "pool_far_flag_not_kept") {
         // The `pool_far_flag_not_kept` mutant deliberately forgets which buckets far-ahead
         // calls opened once they are no longer the newest.
-        let newest_first = first_seq(cells, view.newest);
-        cells.raise_first_use_word(view.newest, tag_of(newest_first) << 1 | 1);
+        return;
     }
+    let newest_first = first_seq(cells, view.newest);
+    cells.raise_first_use_word(view.newest, tag_of(newest_first) << 1 | 1);
 }
 
 /// Hands out one use at `now`: its full sequence number (the caller names it `seq mod keys`),
@@ -442,7 +488,14 @@ fn decide<C: LedgerCells, E>(
         let mut release_through = None;
         let out_of_uses = view.held >= geometry.total_uses;
         if out_of_uses || (!join && next.live >= geometry.ring_limit()) {
-            if requeues_left > 0 && should_requeue(cells, &view, now, released_through) {
+            // The common case first, without a call: a head cooled down within 2T of the
+            // watermark is released (see `should_requeue`).
+            let released_in_steady_use = view.head_cooled_at <= now
+                && !geometry.holds_use_far_after(view.head_cooled_at, released_through);
+            if !released_in_steady_use
+                && requeues_left > 0
+                && should_requeue(cells, &view, now, released_through)
+            {
                 // A bad clock's bucket stands at the head: pass it without releasing it.
                 match requeue_head(cells, &view, now) {
                     Ok(()) => {
@@ -471,7 +524,7 @@ fn decide<C: LedgerCells, E>(
                 join_past_thresholds = true;
             } else {
                 release_through = Some(view.head_cooled_at);
-                next.head = (next.head + 1) % geometry.slots;
+                next.head = geometry.ring_slot(next.head, 1);
                 next.live -= 1;
                 join &= next.live > 0;
             }
@@ -512,7 +565,7 @@ fn decide<C: LedgerCells, E>(
                 raise_use(cells, &view, cooled_at);
             }
         } else {
-            let slot = ((next.head + next.live) % geometry.slots) as usize;
+            let slot = geometry.ring_slot(next.head, next.live) as usize;
             let tag = tag_of(seq);
             next.far = opens_far_ahead(cells, &view, now, released_through);
             if geometry.open_ticks.is_some() {
@@ -579,14 +632,14 @@ pub(crate) fn status<C: LedgerReads>(cells: &C, now: u64) -> PoolStatus {
                     head_jumps(cells, walked, head_cooled_at, released_through)
                 };
             if requeue {
-                let behind = (head + 1) % geometry.slots;
+                let behind = geometry.ring_slot(head, 1);
                 requeued_uses +=
                     first_seq(cells, behind as usize).wrapping_sub(first_seq(cells, head as usize));
                 requeues_left -= 1;
             } else if head_cooled_at > now {
                 break;
             }
-            head = (head + 1) % geometry.slots;
+            head = geometry.ring_slot(head, 1);
             live -= 1;
             head_cooled_at = if live == 0 {
                 u64::MAX

@@ -315,6 +315,28 @@ impl PoolGeometry {
         last_use.saturating_add(self.cooldown_ticks)
     }
 
+    /// The ring slot `offset` positions after `slot` (`slot` below [`PoolGeometry::slots`],
+    /// `offset` at most that): a subtraction where a division is not needed.
+    #[inline]
+    pub(crate) fn ring_slot(&self, slot: u64, offset: u64) -> u64 {
+        let position = slot + offset;
+        if position >= self.slots {
+            position - self.slots
+        } else {
+            position
+        }
+    }
+
+    /// The slot of the newest of `live` buckets from `head` (the one before `head` if none).
+    #[inline]
+    pub(crate) fn newest_slot(&self, head: u64, live: u64) -> u64 {
+        if live == 0 {
+            self.ring_slot(head, self.slots - 1)
+        } else {
+            self.ring_slot(head, live - 1)
+        }
+    }
+
     /// Whether a bucket that cools down at `cooled_at` holds a use more than `T` after `tick`
     /// (`cooled_at - T > tick + T`, compared without wrapping): far enough ahead that no
     /// window of length `T` holds both.
