@@ -180,8 +180,9 @@ struct View {
 /// Reads the slots the decision needs, then the control word again, until the word is the
 /// same on both sides: then no bucket was opened or released in between, so the fields read
 /// belong to the buckets `word` describes.
+#[inline(always)]
 fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
-    let geometry = *cells.geometry();
+    let geometry = cells.geometry();
     loop {
         let control = Control::unpack(word);
         let newest = geometry.newest_slot(control.head, control.live) as usize;
