@@ -88,9 +88,7 @@ pub(crate) fn cooled_at<C: LedgerReads>(cells: &C, slot: usize, control: Control
 /// [`cooled_at`] for a slot whose first-use word was read as `first_use`.
 #[inline]
 fn cooled_at_with<C: LedgerReads>(cells: &C, slot: usize, first_use: u64, control: Control) -> u64 {
-    let newest = |geometry: &PoolGeometry| {
-        geometry.newest_slot(control.head, control.live)
-    };
+    let newest = |geometry: &PoolGeometry| geometry.newest_slot(control.head, control.live);
     let far = first_use & 1 != 0
         || (control.far && control.live > 0 && slot as u64 == newest(cells.geometry()));
     if !far {
