@@ -103,20 +103,23 @@
 //! - **It takes no well-timed use with it.** A bucket holding a use more than `T` after a
 //!   call's `now` takes no join from that call, and a far-future call finds every well-timed
 //!   bucket cooled down by its tick, so it opens its own.
-//! - **It never outlives its bucket.** Each slot word holds a tick with the bucket it belongs
-//!   to (one 128-bit word), and a write for a newer bucket replaces it, so the next bucket
-//!   opened in the slot starts from its own ticks; a bucket moved to the back is written anew
-//!   in its new slot. (When slot ticks only grew, a far-future tick was inherited by every
-//!   later bucket of its slot.)
-//! - **It never lends its tick to a well-timed bucket.** A call whose use is more than `T`
-//!   after the newest use the pool knows of (the release watermark's bucket, the oldest and
-//!   the newest held; a bad clock's, or the first call after an idle gap) opens its bucket
-//!   *far-ahead*: its cooldown end goes to its slot's far word, which well-timed openers never
-//!   write, and the control word says so until the next call flags the slot. A far-ahead call
-//!   that loses the race to open a slot to a well-timed call so leaves nothing the well-timed
-//!   bucket reads. (Ticks raised before a CAS by its losers are otherwise kept, as a winner's
-//!   cannot be told from theirs; the opening tick still is, with a time threshold: a far-ahead
-//!   loser can keep a well-timed bucket open to joins, never hold a use.)
+//! - **It never reaches a well-timed bucket.** A call whose use is more than `T` after the
+//!   newest well-timed use the pool knows of (the release watermark's bucket, the oldest and
+//!   the newest held where well-timed calls opened them; a bad clock's, or the first calls
+//!   after an idle gap) opens its bucket *far-ahead*: its cooldown end goes to its slot's far
+//!   word, never to the well-timed cooldown end that well-timed buckets are read by, and the
+//!   control word says so until the next call flags the slot. A far-ahead call that loses the
+//!   race to open a slot to a well-timed call so leaves nothing the well-timed bucket reads
+//!   (losers' raises are otherwise kept, as a winner's cannot be told from theirs), and the
+//!   well-timed cooldown end, which only grows across the slot's buckets, never holds a
+//!   far-future tick.
+//! - **It never outlives its bucket.** The far word (and the opening tick) is 128 bits: a
+//!   tick with the bucket it belongs to, and a write for a newer bucket replaces it, so the
+//!   next far-ahead bucket opened in the slot starts from its own tick; a bucket moved to the
+//!   back is written anew in its new slot. (When every slot tick only grew, a far-future tick
+//!   was inherited by every later bucket of its slot.) With a time threshold a far-ahead loser
+//!   can still leave its opening tick in a well-timed bucket of the same slot: that keeps the
+//!   bucket open to joins, and holds no use.
 //!
 //! Relaxed pools keep [`FAR_FUTURE_HEADROOM`] ring slots beyond the bound for such buckets.
 //! A `now` far in the past is refused as late once a call with a later `now` has released a
