@@ -390,7 +390,8 @@ fn opens_far_ahead_of_the_pool<C: LedgerReads>(
     let mut known = released_through;
     if view.control.live > 0 {
         let head = view.control.head as usize;
-        if !flagged_far(cells, head) && !(view.control.far && view.control.live == 1) {
+        let head_far = flagged_far(cells, head) || (view.control.far && view.control.live == 1);
+        if !head_far {
             known = known.max(view.head_cooled_at);
         }
         if now > threshold(known) && !view.control.far && !flagged_far(cells, view.newest) {
