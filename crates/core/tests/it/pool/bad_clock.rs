@@ -18,6 +18,18 @@ const USES_PER_KEY: u64 = 4;
 const TOTAL_USES: usize = 12;
 const COOLDOWN: u64 = 100;
 const FAR_FUTURE: u64 = u64::MAX - 5;
+/// Every mode, with thresholds that bind in these tests.
+const MODES: [PoolMode; 4] = [
+    PoolMode::Exact,
+    PoolMode::TimeBound {
+        threshold_ticks: 10,
+    },
+    PoolMode::CountBound { key_threshold: 3 },
+    PoolMode::Both {
+        threshold_ticks: 10,
+        key_threshold: 3,
+    },
+];
 
 /// Calls `take` (or `take_stamped` against a clock at `clock_at`) on both pools and checks
 /// they agree; returns the lock-free pool's answer.
@@ -114,22 +126,12 @@ fn a_far_future_call_never_releases_an_earlier_one_for_the_well_timed() {
 /// took and nothing more. Once the well-timed uses have cooled down, the pool holds exactly
 /// the bad calls' uses (their buckets took no well-timed use). Per cooldown, the exact pool's
 /// well-timed calls get exactly as many uses as from the same pool that never saw the burst,
-/// less one per bad call; the relaxed pools serve them in every cooldown. A well-timed call is refused only as exhausted, or as late where a bad call released
-/// a bucket that had not cooled down by the well-timed clock (at most one cooldown ahead of
-/// it: a bad call never releases another's far-future bucket).
+/// less one per bad call; the relaxed pools serve them in every cooldown. A well-timed call
+/// is refused only as exhausted, or as late where a bad call released a bucket that had not
+/// cooled down by the well-timed clock (at most one cooldown ahead of it: a bad call never
+/// releases another's far-future bucket).
 #[test]
 fn a_burst_of_far_future_nows_costs_the_uses_it_took() {
-    let modes = [
-        PoolMode::Exact,
-        PoolMode::TimeBound {
-            threshold_ticks: 10,
-        },
-        PoolMode::CountBound { key_threshold: 3 },
-        PoolMode::Both {
-            threshold_ticks: 10,
-            key_threshold: 3,
-        },
-    ];
     // Bad calls: a stuck clock (three at one far tick), two far ticks apart, one at the end
     // of the range.
     let bad_at = [
@@ -140,7 +142,7 @@ fn a_burst_of_far_future_nows_costs_the_uses_it_took() {
         (420, (1 << 50) + 7 * COOLDOWN),
         (555, u64::MAX),
     ];
-    for mode in modes {
+    for mode in MODES {
         let (with_bad, with_bad_mutex) = both_pools(&KEYS, USES_PER_KEY, COOLDOWN, mode).unwrap();
         let (clean, _) = both_pools(&KEYS, USES_PER_KEY, COOLDOWN, mode).unwrap();
         let mut granted = Vec::new();
@@ -250,18 +252,7 @@ fn through_take_stamped_a_stamp_a_cooldown_behind_is_late_and_not_recorded() {
 /// as if each bad stamp had been a call at the clock's tick.
 #[test]
 fn a_burst_of_far_future_stamps_costs_what_as_many_calls_now_would() {
-    let modes = [
-        PoolMode::Exact,
-        PoolMode::TimeBound {
-            threshold_ticks: 10,
-        },
-        PoolMode::CountBound { key_threshold: 3 },
-        PoolMode::Both {
-            threshold_ticks: 10,
-            key_threshold: 3,
-        },
-    ];
-    for mode in modes {
+    for mode in MODES {
         let (stamped, _) = both_pools(&KEYS, USES_PER_KEY, COOLDOWN, mode).unwrap();
         let (honest, _) = both_pools(&KEYS, USES_PER_KEY, COOLDOWN, mode).unwrap();
         let clock = ManualClock::new(0);
