@@ -1,5 +1,6 @@
 //! Loom models of the key-pool throttler's lock-free ledger (`AtomicLedger`): P1–P5 of issue
-//! 11, with T = 10 ticks, 1–3 keys of 1–3 uses, and explicit ticks.
+//! 11, P5b, and P6–P7 of issue 26 (a bad clock's buckets moved to the back, never released by
+//! another far-future call), with T = 10 ticks, 1–3 keys of 1–3 uses, and explicit ticks.
 //!
 //! Every model runs the core's real pool code (`take` and `status` in
 //! `crates/core/src/pool/algorithm.rs`) through its `sync` shim: each decision is one CAS on
@@ -9,7 +10,8 @@
 //! threads and the main thread's tail, each with the `now` it was asked at):
 //! - the **window oracle**: per key name (`seq % keys`) no interval `(x - T, x]` holds more
 //!   than `uses_per_key` of its uses, whatever order the `now`s came in (`window oracle:`);
-//! - the **sequence**: the sequence numbers are distinct and are exactly `0 .. n`
+//! - the **sequence**: the sequence numbers are distinct and are exactly `0 .. n` (where no
+//!   tick is a bad clock's: a bucket moved to the back renumbers its uses)
 //!   (`sequence:`);
 //! - the **status**: `status(x)` at the latest granted `x` holds no more uses than the pool
 //!   has or than were handed out, no more buckets than the bound (`status:`), and at least

@@ -292,7 +292,7 @@ impl PoolGeometry {
     /// Slots in the ring: the bound ([`FAR_FUTURE_HEADROOM`] more where buckets take several
     /// uses) plus one spare, so that a call that releases the oldest bucket and opens a new
     /// one in a single CAS opens it in a free slot, never in the one it releases: a thread
-    /// that loses that CAS has marked only a free slot.
+    /// that loses that CAS has raised only a free slot's words.
     #[must_use]
     pub fn slots(&self) -> u64 {
         self.slots
