@@ -36,8 +36,9 @@
 //! 3. joins the newest bucket if it takes the use, or opens the next one.
 //!
 //! `Exact` is the same algorithm with `k = 1` and no `τ` (one bucket per use, `L + 1` slots);
-//! `TimeBound` has `k = L`, `CountBound` no `τ`. Memory is `48` bytes per ring slot (three
-//! 128-bit words: see `pool/atomic.rs`) over [`PoolGeometry::slots`] (the bound plus one, and
+//! `TimeBound` has `k = L`, `CountBound` no `τ`. Memory is `64` bytes per ring slot (three
+//! 64-bit words for steady use, two 128-bit ones for a bad clock's buckets: see
+//! `pool/atomic.rs`) over [`PoolGeometry::slots`] (the bound plus one, and
 //! [`FAR_FUTURE_HEADROOM`] where buckets take several uses; the lock-free ledger rounds the
 //! ring up to a power of two and
 //! spreads consecutive slots three apart, so that two threads opening consecutive buckets
@@ -113,13 +114,12 @@
 //!   (losers' raises are otherwise kept, as a winner's cannot be told from theirs), and the
 //!   well-timed cooldown end, which only grows across the slot's buckets, never holds a
 //!   far-future tick.
-//! - **It never outlives its bucket.** The far word (and the opening tick) is 128 bits: a
-//!   tick with the bucket it belongs to, and a write for a newer bucket replaces it, so the
-//!   next far-ahead bucket opened in the slot starts from its own tick; a bucket moved to the
-//!   back is written anew in its new slot. (When every slot tick only grew, a far-future tick
-//!   was inherited by every later bucket of its slot.) With a time threshold a far-ahead loser
-//!   can still leave its opening tick in a well-timed bucket of the same slot: that keeps the
-//!   bucket open to joins, and holds no use.
+//! - **It never outlives its bucket.** The far words (its cooldown end, and with a time
+//!   threshold its opening tick) are 128 bits: a tick with the bucket it belongs to, and a
+//!   write for a newer bucket replaces it, so the next far-ahead bucket opened in the slot
+//!   starts from its own ticks; a bucket moved to the back is written anew in its new slot.
+//!   (When every slot tick only grew, a far-future tick was inherited by every later bucket
+//!   of its slot.)
 //!
 //! Relaxed pools keep [`FAR_FUTURE_HEADROOM`] ring slots beyond the bound for such buckets.
 //! A `now` far in the past is refused as late once a call with a later `now` has released a

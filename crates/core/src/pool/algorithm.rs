@@ -28,9 +28,12 @@ pub(crate) trait LedgerReads {
     /// The far word of `slot`: a tag and the cooldown end of a bucket opened by a far-ahead
     /// call, raised within its bucket (see [`LedgerCells`]).
     fn far_word(&self, slot: usize) -> (u64, u64);
-    /// The opened word of `slot`: a tag and the tick the bucket opened at (written with a
-    /// time threshold only), raised within its bucket.
-    fn opened_word(&self, slot: usize) -> (u64, u64);
+    /// The tick a bucket opened by a well-timed call opened at (written with a time
+    /// threshold only). It only grows, like the well-timed cooldown end.
+    fn opened_word(&self, slot: usize) -> u64;
+    /// The far-opened word of `slot`: a tag and the tick a bucket opened by a far-ahead call
+    /// opened at (with a time threshold only), raised within its bucket.
+    fn far_opened_word(&self, slot: usize) -> (u64, u64);
 }
 
 impl<T: LedgerReads> LedgerReads for &T {
@@ -52,8 +55,11 @@ impl<T: LedgerReads> LedgerReads for &T {
     fn far_word(&self, slot: usize) -> (u64, u64) {
         (**self).far_word(slot)
     }
-    fn opened_word(&self, slot: usize) -> (u64, u64) {
+    fn opened_word(&self, slot: usize) -> u64 {
         (**self).opened_word(slot)
+    }
+    fn far_opened_word(&self, slot: usize) -> (u64, u64) {
+        (**self).far_opened_word(slot)
     }
 }
 
@@ -72,8 +78,29 @@ fn flagged_far<C: LedgerReads>(cells: &C, slot: usize) -> bool {
 
 /// The tick at which the bucket at `slot` opened (unused without a time threshold).
 #[inline]
-pub(crate) fn opened_at<C: LedgerReads>(cells: &C, slot: usize) -> u64 {
-    cells.opened_word(slot).1
+pub(crate) fn opened_at<C: LedgerReads>(cells: &C, slot: usize, control: Control) -> u64 {
+    let first_use = cells.first_use_word(slot);
+    if !is_far(cells, slot, first_use, control) {
+        return cells.opened_word(slot);
+    }
+    let (far_tag, far_tick) = cells.far_opened_word(slot);
+    if far_tag == first_use >> 1 {
+        far_tick
+    } else {
+        // Never seen in a confirmed view (its opener raised it before its CAS); read as
+        // opened at 0, closed to joins, if it were.
+        0
+    }
+}
+
+/// Whether the bucket at `slot`, whose first-use word is `first_use`, was opened by a
+/// far-ahead call: its slot is flagged, or it is the newest and the control word says so.
+#[inline]
+fn is_far<C: LedgerReads>(cells: &C, slot: usize, first_use: u64, control: Control) -> bool {
+    first_use & 1 != 0
+        || (control.far
+            && control.live > 0
+            && slot as u64 == cells.geometry().newest_slot(control.head, control.live))
 }
 
 /// The tick from which the bucket at `slot` has cooled down (its newest use + `T`), for a
@@ -88,10 +115,7 @@ pub(crate) fn cooled_at<C: LedgerReads>(cells: &C, slot: usize, control: Control
 /// [`cooled_at`] for a slot whose first-use word was read as `first_use`.
 #[inline]
 fn cooled_at_with<C: LedgerReads>(cells: &C, slot: usize, first_use: u64, control: Control) -> u64 {
-    let newest = |geometry: &PoolGeometry| geometry.newest_slot(control.head, control.live);
-    let far = first_use & 1 != 0
-        || (control.far && control.live > 0 && slot as u64 == newest(cells.geometry()));
-    if !far {
+    if !is_far(cells, slot, first_use, control) {
         return cells.cooled_word(slot);
     }
     let (far_tag, far_tick) = cells.far_word(slot);
@@ -107,17 +131,17 @@ fn cooled_at_with<C: LedgerReads>(cells: &C, slot: usize, first_use: u64, contro
 /// What the algorithm writes. `replace_control` is a CAS in the atomic form (it may fail with
 /// the word found) and always succeeds in the sequential form. Every slot write comes before
 /// the CAS that counts its use (or moves its bucket), and only raises:
-/// - the first-use word and the well-timed cooldown end grow (`fetch_max`) across the slot's
-///   buckets, as sequence numbers and well-timed ticks do; a writer that lost a race can never
-///   lower what the winner wrote;
-/// - the far and opened words are 128-bit, a tick with the tag of its bucket, and raise
+/// - the first-use word and the well-timed cooldown end and opening tick grow (`fetch_max`)
+///   across the slot's buckets, as sequence numbers and well-timed ticks do; a writer that
+///   lost a race can never lower what the winner wrote;
+/// - the far and far-opened words are 128-bit, a tick with the tag of its bucket, and raise
 ///   **within their bucket**: a write for a newer bucket replaces an older bucket's word
 ///   (so a far-ahead tick is gone from the slot once the next bucket there is written), the
 ///   larger tick is kept within one bucket, and a stale writer's (an older bucket's) changes
 ///   nothing.
 ///
-/// Far-ahead ticks go only to far words, which only far-ahead openers (and joiners of their
-/// buckets) write: so a far-ahead call that loses a slot to a well-timed one leaves nothing
+/// Far-ahead ticks go only to the far and far-opened words, which only far-ahead openers (and
+/// joiners of their buckets) write: so a far-ahead call that loses a slot to a well-timed one leaves nothing
 /// the well-timed bucket reads, and no far-ahead tick outlives its bucket.
 pub(crate) trait LedgerCells: LedgerReads {
     fn replace_control(&mut self, current: u64, new: u64) -> Result<(), u64>;
@@ -128,8 +152,10 @@ pub(crate) trait LedgerCells: LedgerReads {
     fn raise_cooled_word(&mut self, slot: usize, tick: u64);
     /// Raises `slot`'s far word within the bucket tagged `tag` to `tick`.
     fn raise_far_word(&mut self, slot: usize, tag: u64, tick: u64);
-    /// Raises `slot`'s opened word within the bucket tagged `tag` to `tick`.
-    fn raise_opened_word(&mut self, slot: usize, tag: u64, tick: u64);
+    /// Raises `slot`'s well-timed opening tick to `tick` (`fetch_max`).
+    fn raise_opened_word(&mut self, slot: usize, tick: u64);
+    /// Raises `slot`'s far-opened word within the bucket tagged `tag` to `tick`.
+    fn raise_far_opened_word(&mut self, slot: usize, tag: u64, tick: u64);
 }
 
 /// The tag a slot word holds for the bucket whose first use is `first_seq`: the number plus
@@ -215,7 +241,7 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
                     && newest_uses < geometry.bucket_uses
                     && newest_cooled_at > now
                     && !geometry.holds_use_far_after(newest_cooled_at, now)
-                    && !geometry.time_closed(opened_at(cells, newest), now);
+                    && !geometry.time_closed(opened_at(cells, newest, control), now);
                 (
                     newest_first.wrapping_add(newest_uses),
                     accepts,
@@ -326,8 +352,12 @@ fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<
     };
     let tag = tag_of(view.next_seq);
     if geometry.open_ticks.is_some() {
-        let opened_at = opened_at(cells, head);
-        cells.raise_opened_word(tail, tag, opened_at);
+        let opened_at = opened_at(cells, head, control);
+        if head_far {
+            cells.raise_far_opened_word(tail, tag, opened_at);
+        } else {
+            cells.raise_opened_word(tail, opened_at);
+        }
     }
     if head_far {
         cells.raise_far_word(tail, tag, cooled_at);
@@ -569,7 +599,11 @@ fn decide<C: LedgerCells, E>(
             let tag = tag_of(seq);
             next.far = opens_far_ahead(cells, &view, now, released_through);
             if geometry.open_ticks.is_some() {
-                cells.raise_opened_word(slot, tag, now);
+                if next.far {
+                    cells.raise_far_opened_word(slot, tag, now);
+                } else {
+                    cells.raise_opened_word(slot, now);
+                }
             }
             if next.far {
                 // Only far-ahead openers write far words, and they never write the

@@ -1,17 +1,18 @@
 //! The key-pool ledger in atomics: every decision is one CAS on the control word.
 //!
 //! # Slot words
-//! Each ring slot holds four words (see [`LedgerCells`] for how each is raised):
+//! Each ring slot holds five words (see [`LedgerCells`] for how each is raised):
 //!
-//! | word        | bits                                              | written by |
-//! |-------------|---------------------------------------------------|------------|
-//! | `first_use` | 1..64: tag (first sequence number + 1); 0: far-ahead flag | openers; the flag by the call after a far-ahead opener |
-//! | `cooled`    | 0..64: cooldown end (newest use + T) of a well-timed bucket | well-timed openers and joiners |
-//! | `far`       | 64..128: tag; 0..64: cooldown end of a far-ahead bucket | far-ahead openers and joiners |
-//! | `opened`    | 64..128: tag; 0..64: opening tick (with `τ` only) | openers |
+//! | word         | bits                                              | written by |
+//! |--------------|---------------------------------------------------|------------|
+//! | `first_use`  | 1..64: tag (first sequence number + 1); 0: far-ahead flag | openers; the flag by the call after a far-ahead opener |
+//! | `cooled`     | 0..64: cooldown end (newest use + T) of a well-timed bucket | well-timed openers and joiners |
+//! | `opened`     | 0..64: opening tick of a well-timed bucket (with `τ` only) | well-timed openers |
+//! | `far`        | 64..128: tag; 0..64: cooldown end of a far-ahead bucket | far-ahead openers and joiners |
+//! | `far_opened` | 64..128: tag; 0..64: opening tick of a far-ahead bucket (with `τ` only) | far-ahead openers |
 //!
-//! Tag 0 is a slot never opened. A call of the exact pool in steady use touches only the two
-//! 64-bit words.
+//! Tag 0 is a slot never opened. A call in steady use touches only the 64-bit words; the
+//! 128-bit ones are read and written for a bad clock's buckets alone.
 
 //! # Atomic orderings
 //! - Loads are `Acquire`: a load of the control word pairs with the `Release` half of the CAS
@@ -39,8 +40,9 @@ use crate::sync::{retry_hint, AtomicU128, AtomicU64, Ordering};
 struct Slot {
     first_use: AtomicU64,
     cooled: AtomicU64,
+    opened: AtomicU64,
     far: AtomicU128,
-    opened: AtomicU128,
+    far_opened: AtomicU128,
 }
 
 impl Slot {
@@ -48,8 +50,9 @@ impl Slot {
         Self {
             first_use: AtomicU64::new(0),
             cooled: AtomicU64::new(0),
+            opened: AtomicU64::new(0),
             far: AtomicU128::new(0),
-            opened: AtomicU128::new(0),
+            far_opened: AtomicU128::new(0),
         }
     }
 }
@@ -135,9 +138,8 @@ fn spread_len(slots: u64) -> usize {
 }
 
 /// Ring positions this many slots apart are neighbours in memory: odd, so the map below is a
-/// bijection of the power-of-two array, and 3 × 48 bytes, so neighbouring positions never
-/// share a 64-byte line (a slot's two 64-bit words, the only ones the exact pool's steady use
-/// touches, share one).
+/// bijection of the power-of-two array, and 3 × 64 bytes, so neighbouring positions never
+/// share a 64-byte line (a slot's 64-bit words, the only ones steady use touches, share one).
 const SPREAD: usize = 3;
 
 impl AtomicLedger {
@@ -210,9 +212,13 @@ impl LedgerReads for AtomicLedger {
         // Pairs with the far-ahead opener's Release raise before its CAS.
         unpack(self.slot(slot).far.load(Ordering::Acquire))
     }
-    fn opened_word(&self, slot: usize) -> (u64, u64) {
+    fn opened_word(&self, slot: usize) -> u64 {
         // Pairs with the opener's Release raise before its CAS.
-        unpack(self.slot(slot).opened.load(Ordering::Acquire))
+        self.slot(slot).opened.load(Ordering::Acquire)
+    }
+    fn far_opened_word(&self, slot: usize) -> (u64, u64) {
+        // Pairs with the far-ahead opener's Release raise before its CAS.
+        unpack(self.slot(slot).far_opened.load(Ordering::Acquire))
     }
 }
 
@@ -280,7 +286,15 @@ impl LedgerCells for &AtomicLedger {
     fn raise_far_word(&mut self, slot: usize, tag: u64, tick: u64) {
         raise_within_bucket(&self.slot(slot).far, tag, tick);
     }
-    fn raise_opened_word(&mut self, slot: usize, tag: u64, tick: u64) {
-        raise_within_bucket(&self.slot(slot).opened, tag, tick);
+    fn raise_opened_word(&mut self, slot: usize, tick: u64) {
+        let cell = &self.slot(slot).opened;
+        // Only a hint to skip the read-modify-write when the tick is already there.
+        if cell.load(Ordering::Relaxed) < tick {
+            // Before the opening CAS; pairs with the load in `opened_word`.
+            cell.fetch_max(tick, Ordering::Release);
+        }
+    }
+    fn raise_far_opened_word(&mut self, slot: usize, tag: u64, tick: u64) {
+        raise_within_bucket(&self.slot(slot).far_opened, tag, tick);
     }
 }

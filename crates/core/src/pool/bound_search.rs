@@ -25,7 +25,7 @@ fn canonical(ledger: &SequentialLedger, now: u64, clip: u64) -> Vec<u64> {
         };
         key.extend([
             uses,
-            (now - opened_at(ledger, slot)).min(clip),
+            (now - opened_at(ledger, slot, control)).min(clip),
             cooled_at(ledger, slot, control)
                 .saturating_sub(now)
                 .min(clip),

@@ -8,13 +8,14 @@ use super::geometry::PoolGeometry;
 use super::{PoolStatus, Refusal, RefusalWitness, UseLedger};
 use crate::keyed::sequential::TableLock;
 
-/// One bucket slot: the atomic ledger's four words (see `pool/atomic.rs`).
+/// One bucket slot: the atomic ledger's five words (see `pool/atomic.rs`).
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     first_use: u64,
     cooled: u64,
+    opened: u64,
     far: (u64, u64),
-    opened: (u64, u64),
+    far_opened: (u64, u64),
 }
 
 /// Raises `word` within the bucket tagged `tag` to `tick` (see [`LedgerCells`]).
@@ -80,8 +81,11 @@ impl LedgerReads for SequentialLedger {
     fn far_word(&self, slot: usize) -> (u64, u64) {
         self.slots[slot].far
     }
-    fn opened_word(&self, slot: usize) -> (u64, u64) {
+    fn opened_word(&self, slot: usize) -> u64 {
         self.slots[slot].opened
+    }
+    fn far_opened_word(&self, slot: usize) -> (u64, u64) {
+        self.slots[slot].far_opened
     }
 }
 
@@ -105,8 +109,12 @@ impl LedgerCells for SequentialLedger {
     fn raise_far_word(&mut self, slot: usize, tag: u64, tick: u64) {
         raise_within_bucket(&mut self.slots[slot].far, tag, tick);
     }
-    fn raise_opened_word(&mut self, slot: usize, tag: u64, tick: u64) {
-        raise_within_bucket(&mut self.slots[slot].opened, tag, tick);
+    fn raise_opened_word(&mut self, slot: usize, tick: u64) {
+        let field = &mut self.slots[slot].opened;
+        *field = (*field).max(tick);
+    }
+    fn raise_far_opened_word(&mut self, slot: usize, tag: u64, tick: u64) {
+        raise_within_bucket(&mut self.slots[slot].far_opened, tag, tick);
     }
 }
 
