@@ -83,13 +83,20 @@ pub(crate) fn opened_at<C: LedgerReads>(cells: &C, slot: usize, control: Control
     if !is_far(cells, slot, first_use, control) {
         return cells.opened_word(slot);
     }
-    let (far_tag, far_tick) = cells.far_opened_word(slot);
-    if far_tag == first_use >> 1 {
-        far_tick
+    // Read as opened at 0 (closed to joins) in a word not yet the bucket's.
+    far_tick(cells.far_opened_word(slot), first_use, 0)
+}
+
+/// The tick of a 128-bit far word `(tag, tick)` for the bucket whose first-use word is
+/// `first_use`, or `otherwise` if the word is not that bucket's. Its opener raised it before
+/// the CAS that opened the bucket, so a view the control word confirms never sees `otherwise`.
+#[inline]
+fn far_tick(word: (u64, u64), first_use: u64, otherwise: u64) -> u64 {
+    let (tag, tick) = word;
+    if tag == first_use >> 1 {
+        tick
     } else {
-        // Never seen in a confirmed view (its opener raised it before its CAS); read as
-        // opened at 0, closed to joins, if it were.
-        0
+        otherwise
     }
 }
 
@@ -118,14 +125,8 @@ fn cooled_at_with<C: LedgerReads>(cells: &C, slot: usize, first_use: u64, contro
     if !is_far(cells, slot, first_use, control) {
         return cells.cooled_word(slot);
     }
-    let (far_tag, far_tick) = cells.far_word(slot);
-    if far_tag == first_use >> 1 {
-        far_tick
-    } else {
-        // Its opener raised the far word before the CAS that opened it, so this is never
-        // seen in a view the control word confirms; held for good if it were.
-        u64::MAX
-    }
+    // Held for good in a word not yet the bucket's.
+    far_tick(cells.far_word(slot), first_use, u64::MAX)
 }
 
 /// What the algorithm writes. `replace_control` is a CAS in the atomic form (it may fail with
@@ -229,19 +230,34 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
                 // the line its opener (most likely another thread) just wrote out of this call.
                 (head_first.wrapping_add(held), false, 0)
             } else {
-                let newest_first = first_seq(cells, newest);
+                let first_use = cells.first_use_word(newest);
+                let newest_first = (first_use >> 1).wrapping_sub(1);
                 let newest_uses = control.uses_since(newest_first);
+                // The newest bucket is a far-ahead one if its slot is flagged or the word says
+                // so (read once here, for both ticks).
+                let far = first_use & 1 != 0 || control.far;
                 // A bucket that has cooled down takes no more uses: joining it would hold its
                 // old uses for another T (possible only without a time threshold, or with
                 // τ > T). One holding a use more than T after `now` (a bad clock's) takes
                 // none from this call either: joining would hold this call's use until that
                 // far tick too.
-                let newest_cooled_at = cooled_at(cells, newest, control);
+                let newest_cooled_at = if far {
+                    far_tick(cells.far_word(newest), first_use, u64::MAX)
+                } else {
+                    cells.cooled_word(newest)
+                };
                 let accepts = control.live > 0
                     && newest_uses < geometry.bucket_uses
                     && newest_cooled_at > now
                     && !geometry.holds_use_far_after(newest_cooled_at, now)
-                    && !geometry.time_closed(opened_at(cells, newest, control), now);
+                    && !geometry.time_closed(
+                        if far {
+                            far_tick(cells.far_opened_word(newest), first_use, 0)
+                        } else {
+                            cells.opened_word(newest)
+                        },
+                        now,
+                    );
                 (
                     newest_first.wrapping_add(newest_uses),
                     accepts,
