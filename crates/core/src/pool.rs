@@ -55,9 +55,9 @@
 //! last before its CAS, and backs off across calls (`Backoff`: a thread that keeps losing
 //! waits longer, so the winner runs several calls on lines it holds): 17–27 ns in the fast
 //! periods and 36–45 ns in the slow ones, side by side in 15 interleaved rounds. The
-//! bad-clock handling (below) added 3 ns per call on one thread, 5 with a time threshold
-//! (`results/pool-bad-clock.md`); a steady-use call of the exact pool still touches only
-//! 64-bit words.
+//! bad-clock handling (below) added 2.5 ns per call on one thread, 3.6 with a time
+//! threshold (`results/pool-bad-clock.md`); a steady-use call still touches only 64-bit
+//! words.
 //!
 //! # Guarantees
 //! - **Never a false positive**, for every interleaving and every order of `now`: no name is
