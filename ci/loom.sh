@@ -52,6 +52,7 @@ mutants=(
     "pool_release_far_head pool"
     "pool_far_writes_cooled_word pool"
     "pool_far_flag_not_kept pool"
+    "pool_requeue_flags_before_cas pool"
     "swap_without_retire limits"
     "hit_drop_unpublished limits"
 )

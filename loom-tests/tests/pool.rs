@@ -544,6 +544,25 @@ fn p7_a_far_future_call_does_not_release_another() {
     );
 }
 
+/// P8: a move to the back racing a release into the same slot (1 key, X = 2, exact; prefix
+/// 1000 then 1001, both far-ahead of a fresh pool). 25 (late, far behind) finds the bucket of
+/// 1000 holding a use far after it and moves it to the back; 1015 finds it cooled down (not
+/// ahead of the bucket behind it), releases it and opens the same slot with the same first
+/// number. Whichever wins, no key is used three times in a cooldown: 1012 and 1013 come after,
+/// and the slot's winner is read by its own ticks.
+fn p8_a_move_races_a_release_into_one_slot() {
+    check("pool::p8_a_move_races_a_release_into_one_slot", || {
+        run(&Scenario {
+            keys: 1,
+            uses_per_key: 2,
+            mode: PoolMode::Exact,
+            prefix: &[1_000, 1_001],
+            threads: &[&[25], &[1_015]],
+            tail: &[1_012, 1_013],
+        });
+    });
+}
+
 #[test]
 fn p1() {
     p1_last_free_use();
@@ -592,6 +611,11 @@ fn p5b() {
 #[test]
 fn p6() {
     p6_a_far_future_bucket_is_passed_not_released();
+}
+
+#[test]
+fn p8() {
+    p8_a_move_races_a_release_into_one_slot();
 }
 
 #[test]
@@ -685,4 +709,14 @@ fn mutant_pool_far_writes_cooled_word_caught_by_p7() {
 #[should_panic(expected = "window oracle:")]
 fn mutant_pool_far_flag_not_kept_caught_by_p6() {
     p6_a_far_future_bucket_is_passed_not_released();
+}
+
+/// A move to the back that flags the moved bucket's slot before its CAS: 25 loses to 1015,
+/// whose bucket in that slot is then read as far-ahead, by 25's far word (cooled down at
+/// 1010, not 1025); 1013 releases it and takes a third use within T of 1012 and 1015.
+#[test]
+#[cfg(slidelimit_loom_mutant = "pool_requeue_flags_before_cas")]
+#[should_panic(expected = "window oracle:")]
+fn mutant_pool_requeue_flags_before_cas_caught_by_p8() {
+    p8_a_move_races_a_release_into_one_slot();
 }

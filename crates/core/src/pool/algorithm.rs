@@ -80,11 +80,35 @@ fn flagged_far<C: LedgerReads>(cells: &C, slot: usize) -> bool {
 #[inline]
 pub(crate) fn opened_at<C: LedgerReads>(cells: &C, slot: usize, control: Control) -> u64 {
     let first_use = cells.first_use_word(slot);
-    if !is_far(cells, slot, first_use, control) {
-        return cells.opened_word(slot);
+    opened_tick(
+        cells,
+        slot,
+        first_use,
+        is_far(cells, slot, first_use, control),
+    )
+}
+
+/// The opening tick of the bucket at `slot` (first-use word `first_use`): from the far-opened
+/// word if `far`, else from the well-timed one. Read as opened at 0 (closed to joins) in a far
+/// word not yet the bucket's.
+#[inline]
+fn opened_tick<C: LedgerReads>(cells: &C, slot: usize, first_use: u64, far: bool) -> u64 {
+    if far {
+        far_tick(cells.far_opened_word(slot), first_use, 0)
+    } else {
+        cells.opened_word(slot)
     }
-    // Read as opened at 0 (closed to joins) in a word not yet the bucket's.
-    far_tick(cells.far_opened_word(slot), first_use, 0)
+}
+
+/// The cooldown end of the bucket at `slot` (first-use word `first_use`): from the far word if
+/// `far`, else from the well-timed one. Held for good in a far word not yet the bucket's.
+#[inline]
+fn cooled_tick<C: LedgerReads>(cells: &C, slot: usize, first_use: u64, far: bool) -> u64 {
+    if far {
+        far_tick(cells.far_word(slot), first_use, u64::MAX)
+    } else {
+        cells.cooled_word(slot)
+    }
 }
 
 /// The tick of a 128-bit far word `(tag, tick)` for the bucket whose first-use word is
@@ -122,11 +146,12 @@ pub(crate) fn cooled_at<C: LedgerReads>(cells: &C, slot: usize, control: Control
 /// [`cooled_at`] for a slot whose first-use word was read as `first_use`.
 #[inline]
 fn cooled_at_with<C: LedgerReads>(cells: &C, slot: usize, first_use: u64, control: Control) -> u64 {
-    if !is_far(cells, slot, first_use, control) {
-        return cells.cooled_word(slot);
-    }
-    // Held for good in a word not yet the bucket's.
-    far_tick(cells.far_word(slot), first_use, u64::MAX)
+    cooled_tick(
+        cells,
+        slot,
+        first_use,
+        is_far(cells, slot, first_use, control),
+    )
 }
 
 /// What the algorithm writes. `replace_control` is a CAS in the atomic form (it may fail with
@@ -241,23 +266,12 @@ fn read_view<C: LedgerReads>(cells: &C, mut word: u64, now: u64) -> View {
                 // τ > T). One holding a use more than T after `now` (a bad clock's) takes
                 // none from this call either: joining would hold this call's use until that
                 // far tick too.
-                let newest_cooled_at = if far {
-                    far_tick(cells.far_word(newest), first_use, u64::MAX)
-                } else {
-                    cells.cooled_word(newest)
-                };
+                let newest_cooled_at = cooled_tick(cells, newest, first_use, far);
                 let accepts = control.live > 0
                     && newest_uses < geometry.bucket_uses
                     && newest_cooled_at > now
                     && !geometry.holds_use_far_after(newest_cooled_at, now)
-                    && !geometry.time_closed(
-                        if far {
-                            far_tick(cells.far_opened_word(newest), first_use, 0)
-                        } else {
-                            cells.opened_word(newest)
-                        },
-                        now,
-                    );
+                    && !geometry.time_closed(opened_tick(cells, newest, first_use, far), now);
                 (
                     newest_first.wrapping_add(newest_uses),
                     accepts,
@@ -366,21 +380,15 @@ fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<
     } else {
         view.head_cooled_at
     };
-    let tag = tag_of(view.next_seq);
-    if geometry.open_ticks.is_some() {
-        let opened_at = opened_at(cells, head, control);
-        if head_far {
-            cells.raise_far_opened_word(tail, tag, opened_at);
-        } else {
-            cells.raise_opened_word(tail, opened_at);
-        }
+    let opened_at = geometry.open_ticks.map(|_| opened_at(cells, head, control));
+    // Its far-ahead state goes in the control word, like an opener's, never as a flag before
+    // the CAS: a well-timed call that releases the head and opens the same slot from the same
+    // view (with the same tag) would find its bucket flagged and read by the far word.
+    raise_bucket_ticks(cells, tail, view.next_seq, head_far, cooled_at, opened_at);
+    if head_far && cfg!(slidelimit_loom_mutant = "pool_requeue_flags_before_cas") {
+        // Deliberately broken: flags the moved bucket's slot before the CAS.
+        cells.raise_first_use_word(tail, tag_of(view.next_seq) << 1 | 1);
     }
-    if head_far {
-        cells.raise_far_word(tail, tag, cooled_at);
-    } else {
-        cells.raise_cooled_word(tail, cooled_at);
-    }
-    cells.raise_first_use_word(tail, tag << 1 | u64::from(head_far));
     flag_far_newest(cells, view);
     let next = Control {
         head: geometry.ring_slot(control.head, 1),
@@ -389,6 +397,41 @@ fn requeue_head<C: LedgerCells>(cells: &mut C, view: &View, now: u64) -> Result<
     }
     .after_uses(uses);
     cells.replace_control(view.word, next.pack())
+}
+
+/// Writes the ticks of the bucket whose first use is `first_seq` into the free `slot` before
+/// the CAS that opens it (or moves a bucket there): to the far words if `far`, else to the
+/// well-timed ones, then its tag, unflagged (its far-ahead state goes in the control word,
+/// and the next call flags the slot). Only far-ahead writers touch far words and they never
+/// touch the well-timed ones, so a loser of one kind leaves nothing the winner of the other
+/// reads.
+fn raise_bucket_ticks<C: LedgerCells>(
+    cells: &mut C,
+    slot: usize,
+    first_seq: u64,
+    far: bool,
+    cooled_at: u64,
+    opened_at: Option<u64>,
+) {
+    let tag = tag_of(first_seq);
+    if let Some(opened_at) = opened_at {
+        if far {
+            cells.raise_far_opened_word(slot, tag, opened_at);
+        } else {
+            cells.raise_opened_word(slot, opened_at);
+        }
+    }
+    if far {
+        cells.raise_far_word(slot, tag, cooled_at);
+        if cfg!(slidelimit_loom_mutant = "pool_far_writes_cooled_word") {
+            // Deliberately broken: the far-ahead tick goes to the well-timed word too, where
+            // a well-timed winner of the same slot inherits it.
+            cells.raise_cooled_word(slot, cooled_at);
+        }
+    } else {
+        cells.raise_cooled_word(slot, cooled_at);
+    }
+    cells.raise_first_use_word(slot, tag << 1);
 }
 
 /// Raises the newest bucket's cooldown end to `cooled_at` for a join: in its far word if a
@@ -612,29 +655,9 @@ fn decide<C: LedgerCells, E>(
             }
         } else {
             let slot = geometry.ring_slot(next.head, next.live) as usize;
-            let tag = tag_of(seq);
             next.far = opens_far_ahead(cells, &view, now, released_through);
-            if geometry.open_ticks.is_some() {
-                if next.far {
-                    cells.raise_far_opened_word(slot, tag, now);
-                } else {
-                    cells.raise_opened_word(slot, now);
-                }
-            }
-            if next.far {
-                // Only far-ahead openers write far words, and they never write the
-                // well-timed cooldown end, so a well-timed bucket that a far-ahead call failed
-                // to open in the same slot never takes its tick.
-                cells.raise_far_word(slot, tag, cooled_at);
-                if cfg!(slidelimit_loom_mutant = "pool_far_writes_cooled_word") {
-                    // Deliberately broken: the far-ahead tick goes to the well-timed word
-                    // too, where a well-timed winner of the same slot inherits it.
-                    cells.raise_cooled_word(slot, cooled_at);
-                }
-            } else {
-                cells.raise_cooled_word(slot, cooled_at);
-            }
-            cells.raise_first_use_word(slot, tag << 1);
+            let opened_at = geometry.open_ticks.map(|_| now);
+            raise_bucket_ticks(cells, slot, seq, next.far, cooled_at, opened_at);
             next.live += 1;
         }
         flag_far_newest(cells, &view);
