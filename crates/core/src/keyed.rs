@@ -167,7 +167,7 @@ pub(crate) fn fits_limit(n: u64, limit: impl FnOnce() -> Limit) -> Result<(), We
     if n <= 1 {
         return Ok(());
     }
-    let max_requests = limit().max_requests();
+    let max_requests = limit().max_weight();
     if n > max_requests {
         return Err(WeightError::ExceedsLimit { n, max_requests });
     }
@@ -425,7 +425,7 @@ impl<W: Algorithm> KeyPolicy<W> {
         fits_limit(n, || limit)?;
         let empty = Status {
             count: 0,
-            remaining: limit.max_requests(),
+            remaining: limit.max_weight(),
             retry_after_ticks: 0,
         };
         Ok(self.clamp_status(empty, watermark, now))
@@ -435,7 +435,7 @@ impl<W: Algorithm> KeyPolicy<W> {
     /// answers (room for any weight up to `max_requests`, for both algorithms), as the
     /// watermark lets it be seen, so that `check_and_hit_n` agrees.
     fn allowed_of_unknown_key(&self, limit: Limit, watermark: u64, now: u64, n: u64) -> bool {
-        now >= watermark && n <= limit.max_requests()
+        now >= watermark && n <= limit.max_weight()
     }
 
     /// A status as the decisions see it: nothing remains below the key's watermark.

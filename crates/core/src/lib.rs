@@ -146,7 +146,7 @@ pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use decide::{Answer, Decide, Decision};
 pub use keyed::limits::LimitResolver;
 pub use keyed::Options;
-pub use limit::{Limit, LimitError, MAX_REQUESTS};
+pub use limit::{Limit, LimitError, MAX_REQUESTS, MAX_WINDOWS};
 pub use limiter::{LimitControl, RateLimiter};
 pub use lockfree::LockFreeLimiter;
 pub use pool::{KeyPool, PoolError, PoolMode, PoolStatus, Refusal};

@@ -1,4 +1,5 @@
-//! `Limit`: how many requests a key may make per window, validated once at construction.
+//! `Limit`: how many requests a key may make per window (up to four windows at once, such as
+//! "10 per second and 600 per hour"), validated once at construction.
 //!
 //! Besides [`Limit::new`] (a count and a window in ticks), the constructors here take the window
 //! as a [`Duration`] and the length of one tick ([`Limit::per`] and its wrappers), or a rate in
@@ -12,6 +13,9 @@ use std::time::Duration;
 /// At most this many requests per window (2^24): it keeps an exact log at 128 MiB per key
 /// at worst, and leaves the packed counters of the approximate windows room for weights.
 pub const MAX_REQUESTS: u64 = 1 << 24;
+
+/// At most this many windows in one [`Limit`] (per second, minute, hour and day, say).
+pub const MAX_WINDOWS: usize = 4;
 
 /// A rate limit: at most `max_requests` hits in any window of `window_ticks` ticks.
 ///
@@ -28,10 +32,36 @@ pub const MAX_REQUESTS: u64 = 1 << 24;
 /// assert_eq!(Limit::new(0, 60), Err(LimitError::ZeroMaxRequests));
 /// # Ok::<(), LimitError>(())
 /// ```
+///
+/// # Several windows
+/// [`Limit::and`] joins limits into one of up to [`MAX_WINDOWS`] windows, all enforced at
+/// once: a hit is admitted only if every window has room, and then counts in all of them.
+/// [`Limit::max_requests`] and [`Limit::window_ticks`] are then the *widest* window's (whose
+/// count is the largest); [`Limit::windows`] lists every window, narrowest first, and
+/// [`Limit::max_weight`] is the heaviest request any window can ever take (the narrowest
+/// window's count).
+///
+/// ```
+/// use slidelimit::{Limit, LimitError};
+/// let burst_and_sustained = Limit::new(10, 1)?.and(Limit::new(600, 3_600)?)?;
+/// assert_eq!(burst_and_sustained.window_count(), 2);
+/// assert_eq!((burst_and_sustained.max_requests(), burst_and_sustained.window_ticks()), (600, 3_600));
+/// assert_eq!(burst_and_sustained.max_weight(), 10);
+/// let windows: Vec<_> = burst_and_sustained.windows().map(|w| (w.max_requests(), w.window_ticks())).collect();
+/// assert_eq!(windows, [(10, 1), (600, 3_600)]);
+///
+/// // 700 per hour can never bind under 10 per minute... only 600 fit in an hour anyway.
+/// let never = Limit::new(10, 60)?.and(Limit::new(700, 3_600)?);
+/// assert!(matches!(never, Err(LimitError::WindowNeverBinds { max_requests: 700, window_ticks: 3_600 })));
+/// # Ok::<(), LimitError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Limit {
+    /// The widest window's count and length.
     max_requests: u64,
     window_ticks: u64,
+    /// The narrower windows as (count, length), narrowest first; unused entries are (0, 0).
+    narrower: [(u64, u64); MAX_WINDOWS - 1],
 }
 
 /// Why a [`Limit`] could not be built.
@@ -76,6 +106,28 @@ pub enum LimitError {
         /// The rate's bits ([`f64::to_bits`]), so that the error stays `Eq`; see
         /// [`LimitError::rate`].
         per_second_bits: u64,
+    },
+    /// [`Limit::and`] would give more than [`MAX_WINDOWS`] windows.
+    TooManyWindows {
+        /// How many windows were asked for.
+        windows: usize,
+    },
+    /// Two windows of one limit have the same length: one of them never binds, and which
+    /// one was meant is unclear.
+    DuplicateWindow {
+        /// The length both windows have.
+        window_ticks: u64,
+    },
+    /// This window can never be the one that refuses: another window of the limit is as
+    /// strict or stricter everywhere. Either a wider window allows no more hits (then the
+    /// narrower one never binds), or a narrower window of `n` per `w` already keeps every
+    /// span of `W` ticks to at most `n * ceil(W / w)` hits, which this window's count
+    /// reaches.
+    WindowNeverBinds {
+        /// The window's count.
+        max_requests: u64,
+        /// The window's length.
+        window_ticks: u64,
     },
 }
 
@@ -130,6 +182,22 @@ impl fmt::Display for LimitError {
                 f64::from_bits(*per_second_bits),
                 Limit::MAX_RATE_PERIOD_SECS
             ),
+            Self::TooManyWindows { windows } => write!(
+                f,
+                "{windows} windows asked for; a limit has at most {MAX_WINDOWS}"
+            ),
+            Self::DuplicateWindow { window_ticks } => write!(
+                f,
+                "two windows of {window_ticks} ticks in one limit; give each length once"
+            ),
+            Self::WindowNeverBinds {
+                max_requests,
+                window_ticks,
+            } => write!(
+                f,
+                "the window of {max_requests} per {window_ticks} ticks can never bind: another \
+                 window of the limit is as strict or stricter"
+            ),
         }
     }
 }
@@ -160,19 +228,140 @@ impl Limit {
         Ok(Self {
             max_requests,
             window_ticks,
+            narrower: [(0, 0); MAX_WINDOWS - 1],
         })
     }
 
-    /// The most hits any window may hold.
+    /// The most hits the window may hold; for a limit of several windows, the widest
+    /// window's (see [`Limit::windows`]).
     #[must_use]
     pub const fn max_requests(&self) -> u64 {
         self.max_requests
     }
 
-    /// The window length, in ticks.
+    /// The window length, in ticks; for a limit of several windows, the widest window's.
     #[must_use]
     pub const fn window_ticks(&self) -> u64 {
         self.window_ticks
+    }
+
+    /// How many windows the limit enforces at once (1 to [`MAX_WINDOWS`]).
+    #[must_use]
+    pub const fn window_count(&self) -> usize {
+        let mut count = 1;
+        while count < MAX_WINDOWS && self.narrower[count - 1].1 != 0 {
+            count += 1;
+        }
+        count
+    }
+
+    /// Whether the limit has more than one window.
+    #[must_use]
+    pub const fn is_layered(&self) -> bool {
+        self.narrower[0].1 != 0
+    }
+
+    /// The heaviest request any window can ever admit: the narrowest window's count (for a
+    /// single window, [`Limit::max_requests`]).
+    #[must_use]
+    pub const fn max_weight(&self) -> u64 {
+        if self.is_layered() {
+            self.narrower[0].0
+        } else {
+            self.max_requests
+        }
+    }
+
+    /// Every window as a limit of its own, narrowest (and smallest count) first, the widest
+    /// last.
+    pub fn windows(&self) -> impl ExactSizeIterator<Item = Limit> + Clone {
+        let count = self.window_count();
+        let mut all = [self.widest(); MAX_WINDOWS];
+        for (slot, &(max_requests, window_ticks)) in all.iter_mut().zip(&self.narrower[..count - 1]) {
+            *slot = Self::single(max_requests, window_ticks);
+        }
+        all[count - 1] = self.widest();
+        all.into_iter().take(count)
+    }
+
+    /// The widest window alone.
+    #[must_use]
+    pub const fn widest(&self) -> Limit {
+        Self::single(self.max_requests, self.window_ticks)
+    }
+
+    /// A single window whose count and length come from a valid limit.
+    const fn single(max_requests: u64, window_ticks: u64) -> Self {
+        Self {
+            max_requests,
+            window_ticks,
+            narrower: [(0, 0); MAX_WINDOWS - 1],
+        }
+    }
+
+    /// This limit's windows and `other`'s, enforced together: a hit is admitted only where
+    /// every window has room.
+    ///
+    /// ```
+    /// use slidelimit::{Limit, LimitError};
+    /// use std::time::Duration;
+    /// let ms = Duration::from_millis(1);
+    /// let limit = Limit::per_second(10, ms)?.and(Limit::per_minute(100, ms)?)?.and(Limit::per_hour(1_000, ms)?)?;
+    /// assert_eq!(limit.window_count(), 3);
+    /// assert_eq!(Limit::new(5, 10)?.and(Limit::new(9, 10)?), Err(LimitError::DuplicateWindow { window_ticks: 10 }));
+    /// # Ok::<(), LimitError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`LimitError::TooManyWindows`] beyond [`MAX_WINDOWS`]; [`LimitError::DuplicateWindow`]
+    /// when two windows have one length; [`LimitError::WindowNeverBinds`] for a window that
+    /// another window makes redundant (a wider window with no more hits, or a wider window
+    /// whose count `N` is at least `n * ceil(W / w)` for a narrower `n` per `w`).
+    pub fn and(self, other: Limit) -> Result<Limit, LimitError> {
+        let windows = self.window_count() + other.window_count();
+        if windows > MAX_WINDOWS {
+            return Err(LimitError::TooManyWindows { windows });
+        }
+        let mut all: Vec<(u64, u64)> = self
+            .windows()
+            .chain(other.windows())
+            .map(|w| (w.max_requests, w.window_ticks))
+            .collect();
+        all.sort_unstable_by_key(|&(_, window_ticks)| window_ticks);
+        for pair in all.windows(2) {
+            if pair[0].1 == pair[1].1 {
+                return Err(LimitError::DuplicateWindow {
+                    window_ticks: pair[0].1,
+                });
+            }
+        }
+        for (i, &(narrow_n, narrow_w)) in all.iter().enumerate() {
+            for &(wide_n, wide_w) in &all[i + 1..] {
+                if wide_n <= narrow_n {
+                    return Err(LimitError::WindowNeverBinds {
+                        max_requests: narrow_n,
+                        window_ticks: narrow_w,
+                    });
+                }
+                // Every span of wide_w ticks lies in ceil(wide_w / narrow_w) spans of
+                // narrow_w, and that many bursts of narrow_n, narrow_w apart, fit in it.
+                let spans = wide_w.div_ceil(narrow_w);
+                if wide_n >= narrow_n.saturating_mul(spans) {
+                    return Err(LimitError::WindowNeverBinds {
+                        max_requests: wide_n,
+                        window_ticks: wide_w,
+                    });
+                }
+            }
+        }
+        let (max_requests, window_ticks) = all[all.len() - 1];
+        let mut narrower = [(0, 0); MAX_WINDOWS - 1];
+        narrower[..all.len() - 1].copy_from_slice(&all[..all.len() - 1]);
+        Ok(Self {
+            max_requests,
+            window_ticks,
+            narrower,
+        })
     }
 
     /// `max_requests` hits per `period`, for timestamps counted in ticks of length `tick`.

@@ -72,7 +72,7 @@ where
             initial: window.clone(),
             default_changed: AtomicBool::new(false),
             version: crossbeam_utils::CachePadded::new(AtomicU64::new(0)),
-            max_weight: AtomicU64::new(window.limit().max_requests()),
+            max_weight: AtomicU64::new(window.limit().max_weight()),
             default,
             overrides: KeyMap::new(hasher.clone(), shards),
             has_overrides: AtomicBool::new(false),
@@ -154,7 +154,7 @@ where
             // check and the store); the bound is checked before any state is read, and a
             // weight it lets through is still refused by a window whose limit is lower.
             self.max_weight
-                .store(limit.max_requests(), Ordering::Relaxed);
+                .store(limit.max_weight(), Ordering::Relaxed);
         }
         self.bump();
     }

@@ -123,6 +123,7 @@ pub use storage::{AtomicBuckets, SequentialBuckets};
 
 use crate::limit::Limit;
 use crate::window::state::WindowState;
+use crate::window::layers::Layers;
 use crate::window::{Algorithm, WeightError, WindowKind, MAX_TICK};
 
 /// The most physical buckets (`B + 1 + L`) one window may have: 65,536, 512 KiB per key.
@@ -304,8 +305,8 @@ impl RollingBuckets {
 }
 
 impl Algorithm for RollingBuckets {
-    type Sequential = SequentialBuckets;
-    type Atomic = AtomicBuckets;
+    type Sequential = Layers<SequentialBuckets>;
+    type Atomic = Layers<AtomicBuckets>;
 
     fn algorithm(&self) -> &'static str {
         "buckets"
@@ -316,7 +317,8 @@ impl Algorithm for RollingBuckets {
     }
 
     fn check_weight(&self, n: u64) -> Result<(), WeightError> {
-        let max_requests = self.limit.max_requests();
+        // The narrowest window's count: no heavier request can ever fit all of them.
+        let max_requests = self.limit.max_weight();
         match n {
             0 => Err(WeightError::Zero),
             n if n > max_requests => Err(WeightError::ExceedsLimit { n, max_requests }),
@@ -324,22 +326,28 @@ impl Algorithm for RollingBuckets {
         }
     }
 
-    fn new_sequential(&self) -> SequentialBuckets {
-        SequentialBuckets::new(*self)
+    fn new_sequential(&self) -> Layers<SequentialBuckets> {
+        Layers::build(self.limit, |window| SequentialBuckets::new(self.with_limit(window)))
     }
 
-    fn new_atomic(&self) -> AtomicBuckets {
-        AtomicBuckets::new(*self)
+    fn new_atomic(&self) -> Layers<AtomicBuckets> {
+        Layers::build(self.limit, |window| AtomicBuckets::new(self.with_limit(window)))
     }
 
-    fn new_sequential_at(&self, now: u64) -> SequentialBuckets {
-        let (word, cleaned, buckets) = state::empty_words_at(self.geometry(), now);
-        SequentialBuckets::from_words(self.geometry(), word, cleaned, buckets.collect())
+    fn new_sequential_at(&self, now: u64) -> Layers<SequentialBuckets> {
+        Layers::build(self.limit, |window| {
+            let geometry = self.with_limit(window).geometry();
+            let (word, cleaned, buckets) = state::empty_words_at(geometry, now);
+            SequentialBuckets::from_words(geometry, word, cleaned, buckets.collect())
+        })
     }
 
-    fn new_atomic_at(&self, now: u64) -> AtomicBuckets {
-        let (word, cleaned, buckets) = state::empty_words_at(self.geometry(), now);
-        AtomicBuckets::from_word_iter(self.geometry(), word, cleaned, buckets)
+    fn new_atomic_at(&self, now: u64) -> Layers<AtomicBuckets> {
+        Layers::build(self.limit, |window| {
+            let geometry = self.with_limit(window).geometry();
+            let (word, cleaned, buckets) = state::empty_words_at(geometry, now);
+            AtomicBuckets::from_word_iter(geometry, word, cleaned, buckets)
+        })
     }
 
     fn with_limit(&self, limit: Limit) -> Self {
@@ -359,16 +367,24 @@ impl Algorithm for RollingBuckets {
         }
     }
 
-    fn sequential_from(&self, state: &WindowState) -> SequentialBuckets {
-        let state = state.for_target(self.limit.window_ticks(), self.limit.max_requests());
-        let (word, cleaned, buckets) = state::words_from_state(self.geometry(), &state);
-        SequentialBuckets::from_words(self.geometry(), word, cleaned, buckets)
+    /// Every window of a layered limit is built from the one state (the widest window's),
+    /// each rebucketed to its own geometry.
+    fn sequential_from(&self, state: &WindowState) -> Layers<SequentialBuckets> {
+        Layers::build(self.limit, |window| {
+            let geometry = self.with_limit(window).geometry();
+            let state = state.for_target(window.window_ticks(), window.max_requests());
+            let (word, cleaned, buckets) = state::words_from_state(geometry, &state);
+            SequentialBuckets::from_words(geometry, word, cleaned, buckets)
+        })
     }
 
-    fn atomic_from(&self, state: &WindowState) -> AtomicBuckets {
-        let state = state.for_target(self.limit.window_ticks(), self.limit.max_requests());
-        let (word, cleaned, buckets) = state::words_from_state(self.geometry(), &state);
-        AtomicBuckets::from_words(self.geometry(), word, cleaned, &buckets)
+    fn atomic_from(&self, state: &WindowState) -> Layers<AtomicBuckets> {
+        Layers::build(self.limit, |window| {
+            let geometry = self.with_limit(window).geometry();
+            let state = state.for_target(window.window_ticks(), window.max_requests());
+            let (word, cleaned, buckets) = state::words_from_state(geometry, &state);
+            AtomicBuckets::from_words(geometry, word, cleaned, &buckets)
+        })
     }
 }
 

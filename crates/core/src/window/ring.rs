@@ -107,6 +107,7 @@ pub use sequential::SequentialRing;
 
 use crate::limit::Limit;
 use crate::window::state::WindowState;
+use crate::window::layers::Layers;
 use crate::window::{is_live, Algorithm, Retired, WeightError, WindowKind};
 
 /// The exact sliding log: never more than `max_requests` hits in any window, answers exact
@@ -126,8 +127,8 @@ impl ExactLog {
 }
 
 impl Algorithm for ExactLog {
-    type Sequential = SequentialRing;
-    type Atomic = AtomicRing;
+    type Sequential = Layers<SequentialRing>;
+    type Atomic = Layers<AtomicRing>;
 
     fn algorithm(&self) -> &'static str {
         "exact"
@@ -145,12 +146,12 @@ impl Algorithm for ExactLog {
         }
     }
 
-    fn new_sequential(&self) -> SequentialRing {
-        SequentialRing::new(self.limit)
+    fn new_sequential(&self) -> Layers<SequentialRing> {
+        Layers::build(self.limit, SequentialRing::new)
     }
 
-    fn new_atomic(&self) -> AtomicRing {
-        AtomicRing::new(self.limit)
+    fn new_atomic(&self) -> Layers<AtomicRing> {
+        Layers::build(self.limit, AtomicRing::new)
     }
 
     fn with_limit(&self, limit: Limit) -> Self {
@@ -161,16 +162,22 @@ impl Algorithm for ExactLog {
         WindowKind::ExactLog
     }
 
-    fn sequential_from(&self, state: &WindowState) -> SequentialRing {
-        let state = state.for_target(self.limit.window_ticks(), self.limit.max_requests());
-        let (values, carried) = state.to_slot_values(capacity_of(self.limit));
-        SequentialRing::from_slot_values(self.limit, values, carried)
+    /// Every window of a layered limit is built from the one state (the widest window's, which
+    /// holds every hit the others hold), each converted to its own window and count.
+    fn sequential_from(&self, state: &WindowState) -> Layers<SequentialRing> {
+        Layers::build(self.limit, |window| {
+            let state = state.for_target(window.window_ticks(), window.max_requests());
+            let (values, carried) = state.to_slot_values(capacity_of(window));
+            SequentialRing::from_slot_values(window, values, carried)
+        })
     }
 
-    fn atomic_from(&self, state: &WindowState) -> AtomicRing {
-        let state = state.for_target(self.limit.window_ticks(), self.limit.max_requests());
-        let (values, carried) = state.to_slot_values(capacity_of(self.limit));
-        AtomicRing::from_slot_values(self.limit, values, carried)
+    fn atomic_from(&self, state: &WindowState) -> Layers<AtomicRing> {
+        Layers::build(self.limit, |window| {
+            let state = state.for_target(window.window_ticks(), window.max_requests());
+            let (values, carried) = state.to_slot_values(capacity_of(window));
+            AtomicRing::from_slot_values(window, values, carried)
+        })
     }
 }
 

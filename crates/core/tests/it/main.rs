@@ -8,6 +8,7 @@ mod bad_input;
 mod buckets;
 mod edges;
 mod limit;
+mod layered;
 mod limit_changes;
 mod memory;
 #[cfg(feature = "metrics")]

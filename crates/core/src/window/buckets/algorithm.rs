@@ -208,11 +208,61 @@ pub(super) fn record<C: BucketCells>(cells: &mut C, epoch: u64, n: u64, mut clea
     }
 }
 
+#[inline]
 pub(super) fn check_and_hit<C: BucketCells>(
     cells: &mut C,
     now: u64,
     n: u64,
 ) -> Result<bool, Retired> {
+    match reserve(cells, now, n)? {
+        Some(taken) => {
+            commit(cells, taken);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// A reservation of `n` in the running total (steps 1-4) not yet recorded in its bucket:
+/// [`commit`] records it, [`undo`] takes it back. Used alone by the windows of a layered
+/// limit ([`crate::window::layers`]), which reserve in every window before recording in any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BucketsTaken {
+    epoch: u64,
+    n: u64,
+    cleaned: u64,
+}
+
+/// Step 5: records a reservation in its bucket.
+#[inline]
+pub(super) fn commit<C: BucketCells>(cells: &mut C, taken: BucketsTaken) {
+    let mutant_recorded = cfg!(any(
+        slidelimit_loom_mutant = "buckets_sum_then_cas",
+        slidelimit_loom_mutant = "buckets_split_head_total",
+        slidelimit_loom_mutant = "buckets_record_before_reserve"
+    )) && taken.n == 0;
+    if mutant_recorded {
+        // The mutants above record their own weight (or none); nothing is left to record.
+        return;
+    }
+    record(cells, taken.epoch, taken.n, taken.cleaned);
+}
+
+/// Takes back a reservation never recorded: the total holds it and no bucket does, so
+/// subtracting it leaves the total as if it had never been made (recycling only ever
+/// subtracts what buckets hold). Callers that read the higher total meanwhile refused
+/// more, never less.
+pub(super) fn undo<C: BucketCells>(cells: &mut C, taken: BucketsTaken) {
+    subtract_from_total(cells, taken.n);
+}
+
+/// Steps 1-4: reserves `n` at `now` in the total, or refuses (`None`).
+#[inline]
+pub(super) fn reserve<C: BucketCells>(
+    cells: &mut C,
+    now: u64,
+    n: u64,
+) -> Result<Option<BucketsTaken>, Retired> {
     let geometry = cells.geometry();
     let epoch = geometry.epoch(now);
     let snap = loop {
@@ -225,29 +275,43 @@ pub(super) fn check_and_hit<C: BucketCells>(
             continue;
         }
         if geometry.too_late(epoch, snap.head) {
-            return Ok(false);
+            return Ok(None);
         }
         if snap.cleaned < snap.head {
             recycle_for(cells, snap.cleaned, snap.head);
             continue;
         }
         if cfg!(slidelimit_loom_mutant = "buckets_sum_then_cas") {
-            return Ok(sum_then_cas(cells, epoch, n, snap));
+            return Ok(sum_then_cas(cells, epoch, n, snap).then_some(BucketsTaken {
+                epoch,
+                n: 0,
+                cleaned: snap.cleaned,
+            }));
         }
         if cfg!(slidelimit_loom_mutant = "buckets_split_head_total") {
             // Deliberately broken: the lateness check above used this head, but the
             // reservation re-reads the total alone, as if head and total were two atomics.
-            return Ok(reserve_total_only(cells, epoch, n, snap.cleaned));
+            return Ok(
+                reserve_total_only(cells, epoch, n, snap.cleaned).then_some(BucketsTaken {
+                    epoch,
+                    n: 0,
+                    cleaned: snap.cleaned,
+                }),
+            );
         }
         if snap.total + n > geometry.max_requests {
-            return Ok(false);
+            return Ok(None);
         }
         if cfg!(slidelimit_loom_mutant = "buckets_record_before_reserve") {
             // Deliberately broken: records, then adds to the total, so a recycler can
             // subtract this weight before the total holds it.
             record(cells, epoch, n, snap.cleaned);
             add_to_total(cells, n);
-            return Ok(true);
+            return Ok(Some(BucketsTaken {
+                epoch,
+                n: 0,
+                cleaned: snap.cleaned,
+            }));
         }
         // The reservation: the linearization point of an admission. The CAS fails if the
         // head moved or anything was added or subtracted since the snapshot.
@@ -256,8 +320,11 @@ pub(super) fn check_and_hit<C: BucketCells>(
             Err(_) => retry_hint(),
         }
     };
-    record(cells, epoch, n, snap.cleaned);
-    Ok(true)
+    Ok(Some(BucketsTaken {
+        epoch,
+        n,
+        cleaned: snap.cleaned,
+    }))
 }
 
 pub(super) fn hit<C: BucketCells>(cells: &mut C, now: u64, n: u64) -> Result<(), Retired> {

@@ -6,8 +6,10 @@
 //! with `Release`; each site says which operation it pairs with.
 
 use super::algorithm::{
-    allowed, check_and_hit, hit, idle_from, snapshot, status, surely_live_by, BucketCells,
+    allowed, check_and_hit, commit, hit, idle_from, reserve, snapshot, status, surely_live_by, undo,
+    BucketCells, BucketsTaken,
 };
+use crate::window::layers::{AtomicLayer, SequentialLayer};
 use super::packed::{is_sealed, low, SEALED};
 use super::state::export_words;
 use super::{Geometry, RollingBuckets};
@@ -400,5 +402,34 @@ impl AtomicWindow for AtomicBuckets {
             return None;
         }
         Some(idle_from)
+    }
+}
+
+impl SequentialLayer for SequentialBuckets {
+    type Taken = BucketsTaken;
+    fn reserve(&mut self, now: u64, n: u64) -> Option<BucketsTaken> {
+        never_sealed(reserve(self, now, n))
+    }
+    fn commit(&mut self, taken: BucketsTaken) {
+        commit(self, taken);
+    }
+    fn undo(&mut self, taken: BucketsTaken) {
+        undo(self, taken);
+    }
+}
+
+impl AtomicLayer for AtomicBuckets {
+    type Taken = BucketsTaken;
+    fn reserve(&self, now: u64, n: u64) -> Result<Option<BucketsTaken>, Retired> {
+        reserve(&mut &*self, now, n)
+    }
+    fn commit(&self, taken: BucketsTaken) {
+        commit(&mut &*self, taken);
+    }
+    fn undo(&self, taken: BucketsTaken) {
+        undo(&mut &*self, taken);
+    }
+    fn fresh_from(&self) -> u64 {
+        idle_from(&self)
     }
 }

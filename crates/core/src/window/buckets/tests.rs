@@ -224,7 +224,7 @@ fn run_both(window: RollingBuckets, ops: &[(u8, u64, u64)]) -> Vec<bool> {
         assert_eq!(Ok(x), y, "op {kind} at {now} weight {n}");
         answers.push(x);
         assert_eq!(Ok(s.status(now)), a.status(now), "status at {now}");
-        assert_eq!(s.idle_from(), super::algorithm::idle_from(&&a));
+        assert_eq!(s.idle_from(), super::algorithm::idle_from(&&*a));
         assert_eq!(s.word, a.header.word.load(Ordering::Relaxed));
         assert_eq!(s.cleaned, a.header.cleaned.load(Ordering::Relaxed));
         let buckets: Vec<u64> = a
@@ -413,7 +413,7 @@ fn lost_races_retry_and_keep_the_window_and_the_books() {
         let window = window(3, lateness);
         let ops = trace(11 + fail_every, 300, 10, 3);
         let mut cells = Contended {
-            inner: window.new_sequential(),
+            inner: SequentialBuckets::new(window),
             cas_calls: 0,
             fail_every,
             word_failures: 0,
@@ -559,7 +559,7 @@ fn the_first_look_is_a_lower_bound_of_idle_from() {
         }
         let idle_from = s.idle_from();
         for horizon in now.saturating_sub(60)..now + 60 {
-            if super::algorithm::surely_live_by(&s, horizon) {
+            if super::algorithm::surely_live_by(&*s, horizon) {
                 settled += 1;
                 assert!(
                     idle_from > horizon,

@@ -49,9 +49,9 @@ fn probe<C: RingCells>(cells: &C, index: usize) -> u64 {
 }
 
 /// After an admission at `index`, probed from the cursor `start`: moves the cursor on a line
-/// crossing, and counts displacement (re-sorting when it is due).
+/// crossing, and counts displacement (re-sorting when it is due, in a ring that `RESORTS`).
 #[inline]
-fn after_admission<C: RingCells>(cells: &mut C, start: usize, index: usize) {
+fn after_admission<C: RingCells, const RESORTS: bool>(cells: &mut C, start: usize, index: usize) {
     let capacity = cells.capacity();
     let next = next_index(index, capacity);
     if next % CURSOR_STRIDE == 0 || index / CURSOR_STRIDE != start / CURSOR_STRIDE {
@@ -62,7 +62,7 @@ fn after_admission<C: RingCells>(cells: &mut C, start: usize, index: usize) {
     } else {
         index + capacity - start
     };
-    if distance >= CURSOR_STRIDE {
+    if RESORTS && distance >= CURSOR_STRIDE {
         displaced(cells, (distance + 1 - CURSOR_STRIDE) as u64);
     }
 }
@@ -78,8 +78,8 @@ fn displaced<C: RingCells>(cells: &mut C, slots: u64) {
 
 /// What one slot of an admitting probe gave.
 enum Probe {
-    /// The slot was expired and now holds the caller's hit.
-    Admitted,
+    /// The slot was expired (it held this value) and now holds the caller's hit.
+    Admitted(u64),
     /// The slot holds this live value.
     Live(u64),
     /// The slot is sealed.
@@ -101,7 +101,7 @@ fn try_slot<C: RingCells>(cells: &mut C, index: usize, expired_at_most: u64, now
             return Probe::Live(value);
         }
         match cells.replace_slot(index, value, encode(now)) {
-            Ok(()) => return Probe::Admitted,
+            Ok(()) => return Probe::Admitted(value),
             Err(found) => {
                 if cfg!(slidelimit_loom_mutant = "ring_cas_loser_refuses") {
                     return Probe::GaveUp;
@@ -115,20 +115,69 @@ fn try_slot<C: RingCells>(cells: &mut C, index: usize, expired_at_most: u64, now
 
 #[inline]
 pub(super) fn check_and_hit<C: RingCells>(cells: &mut C, now: u64) -> Result<bool, Retired> {
-    let now = now.min(MAX_TICK);
-    if now < cells.blocked_until() {
-        return Ok(false);
-    }
-    probe_and_admit(cells, now)
+    reserve::<C, true>(cells, now).map(|taken| taken.is_some())
 }
 
-fn probe_and_admit<C: RingCells>(cells: &mut C, now: u64) -> Result<bool, Retired> {
+/// An admission of a ring that is one window of several ([`crate::window::layers`]), as
+/// [`undo`] can take it back: the slot, the value the admission replaced, and its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingTaken {
+    index: usize,
+    replaced: u64,
+    written: u64,
+}
+
+/// [`check_and_hit`] that says which slot it took. `RESORTS`: whether the admission may
+/// re-sort the ring; a ring whose admissions may be undone never re-sorts (see [`undo`]).
+#[inline]
+pub(super) fn reserve<C: RingCells, const RESORTS: bool>(
+    cells: &mut C,
+    now: u64,
+) -> Result<Option<RingTaken>, Retired> {
+    let now = now.min(MAX_TICK);
+    if now < cells.blocked_until() {
+        return Ok(None);
+    }
+    probe_and_admit::<C, RESORTS>(cells, now)
+}
+
+/// Takes back an admission [`reserve`] made (without re-sorting) in a ring that nobody
+/// re-sorts or seals: a CAS from the admission's value back to the value it replaced. In such
+/// a ring a slot that holds the admission's value still holds that admission: values only
+/// grow (an admission needs a value at least `W` older, `hit` replaces a smaller one), except
+/// for undos, and an undo restores a value from before its own admission, which the slot had
+/// passed only through that admission. So the undo restores exactly the slot's history
+/// without the admission, and the pigeonhole argument of the module docs holds for the
+/// admissions that stay. If the CAS fails (a later admission or `hit` replaced the value), the
+/// admission's tick stays in the slot's history as a hit nobody was admitted for: it only
+/// ever refuses more.
+pub(super) fn undo<C: RingCells>(cells: &mut C, taken: RingTaken) {
+    let current = if cfg!(slidelimit_loom_mutant = "layers_undo_by_store") {
+        // Deliberately broken: restores whatever the slot holds now, as a plain store would,
+        // so a later admission that replaced the undone one is erased too.
+        cells.slot(taken.index)
+    } else {
+        taken.written
+    };
+    let _ = cells.replace_slot(taken.index, current, taken.replaced);
+}
+
+fn probe_and_admit<C: RingCells, const RESORTS: bool>(
+    cells: &mut C,
+    now: u64,
+) -> Result<Option<RingTaken>, Retired> {
+    let written = encode(now);
+    let taken = |index: usize, replaced: u64| RingTaken {
+        index,
+        replaced,
+        written,
+    };
     let capacity = cells.capacity();
     let expired_at_most = expired_at_most(cells.window_ticks(), now);
     loop {
         let start = cells.cursor();
         if let Some(oldest_at) = cells.known_order() {
-            return Ok(check_and_hit_in_order(
+            return Ok(check_and_hit_in_order::<C, RESORTS>(
                 cells,
                 now,
                 start,
@@ -140,9 +189,9 @@ fn probe_and_admit<C: RingCells>(cells: &mut C, now: u64) -> Result<bool, Retire
         let mut index = start;
         for _ in 0..CURSOR_STRIDE.min(capacity) {
             match try_slot(cells, index, expired_at_most, now) {
-                Probe::Admitted => {
-                    after_admission(cells, start, index);
-                    return Ok(true);
+                Probe::Admitted(replaced) => {
+                    after_admission::<C, RESORTS>(cells, start, index);
+                    return Ok(Some(taken(index, replaced)));
                 }
                 Probe::Live(_) => {}
                 Probe::Sealed => {
@@ -150,12 +199,12 @@ fn probe_and_admit<C: RingCells>(cells: &mut C, now: u64) -> Result<bool, Retire
                     retry_hint();
                     continue;
                 }
-                Probe::GaveUp => return Ok(false),
+                Probe::GaveUp => return Ok(None),
             }
             index = next_index(index, capacity);
         }
-        if let Some(answer) = probe_whole_ring(cells, now, start, expired_at_most)? {
-            return Ok(answer);
+        if let Some(answer) = probe_whole_ring::<C, RESORTS>(cells, now, start, expired_at_most)? {
+            return Ok(answer.map(|(index, replaced)| taken(index, replaced)));
         }
         // A re-sort overlapped the probe.
         retry_hint();
@@ -167,12 +216,12 @@ fn probe_and_admit<C: RingCells>(cells: &mut C, now: u64) -> Result<bool, Retire
 /// scan_is_consistent), so the first line is read again. `Ok(None)`: a re-sort overlapped
 /// it; start again.
 #[inline(never)]
-fn probe_whole_ring<C: RingCells>(
+fn probe_whole_ring<C: RingCells, const RESORTS: bool>(
     cells: &mut C,
     now: u64,
     start: usize,
     expired_at_most: u64,
-) -> Result<Option<bool>, Retired> {
+) -> Result<Option<Option<(usize, u64)>>, Retired> {
     let capacity = cells.capacity();
     let before = cells.resort_generation();
     if before % 2 == 1 {
@@ -182,16 +231,16 @@ fn probe_whole_ring<C: RingCells>(
     let mut oldest_live = u64::MAX;
     for _ in 0..capacity {
         match try_slot(cells, index, expired_at_most, now) {
-            Probe::Admitted => {
-                after_admission(cells, start, index);
-                return Ok(Some(true));
+            Probe::Admitted(replaced) => {
+                after_admission::<C, RESORTS>(cells, start, index);
+                return Ok(Some(Some((index, replaced))));
             }
             Probe::Live(value) => oldest_live = oldest_live.min(value),
             Probe::Sealed => {
                 cells.settle_seal(index)?;
                 return Ok(None);
             }
-            Probe::GaveUp => return Ok(Some(false)),
+            Probe::GaveUp => return Ok(Some(None)),
         }
         index = next_index(index, capacity);
     }
@@ -204,20 +253,20 @@ fn probe_whole_ring<C: RingCells>(
     // which any slot can expire.
     let window_ticks = cells.window_ticks();
     cells.raise_blocked_until((oldest_live - 1).saturating_add(window_ticks));
-    Ok(Some(false))
+    Ok(Some(None))
 }
 
 /// [`check_and_hit`] on cells that know their ring ascends from `oldest_at`: the slots from
 /// the cursor up to `oldest_at` hold the newest hits, ascending, so if the cursor's slot is
 /// live the full probe would pass all of them and stop at `oldest_at` (or refuse there). Two
 /// reads, the same slot and the same displacement as the full probe.
-fn check_and_hit_in_order<C: RingCells>(
+fn check_and_hit_in_order<C: RingCells, const RESORTS: bool>(
     cells: &mut C,
     now: u64,
     start: usize,
     oldest_at: usize,
     expired_at_most: u64,
-) -> bool {
+) -> Option<RingTaken> {
     let mut index = start;
     let mut value = probe(cells, start);
     if value > expired_at_most && start != oldest_at {
@@ -228,12 +277,17 @@ fn check_and_hit_in_order<C: RingCells>(
         // The oldest value is live, so every value is.
         let window_ticks = cells.window_ticks();
         cells.raise_blocked_until((value - 1).saturating_add(window_ticks));
-        return false;
+        return None;
     }
-    let replaced = cells.replace_slot(index, value, encode(now));
+    let written = encode(now);
+    let replaced = cells.replace_slot(index, value, written);
     debug_assert!(replaced.is_ok(), "only the atomic form's CAS can fail");
-    after_admission(cells, start, index);
-    true
+    after_admission::<C, RESORTS>(cells, start, index);
+    Some(RingTaken {
+        index,
+        replaced: value,
+        written,
+    })
 }
 
 pub(super) fn hit<C: RingCells>(cells: &mut C, now: u64) -> Result<(), Retired> {

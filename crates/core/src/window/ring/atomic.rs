@@ -5,7 +5,10 @@
 mod resort;
 mod seal;
 
-use super::algorithm::{allowed, check_and_hit, hit, idle_from_newest, status};
+use super::algorithm::{
+    allowed, check_and_hit, hit, idle_from_newest, reserve, status, undo, RingTaken,
+};
+use crate::window::layers::AtomicLayer;
 use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY, SEALED};
 use crate::sync::{retry_hint, AtomicU32, AtomicU64, Ordering};
 use crate::window::state::Carried;
@@ -436,5 +439,29 @@ impl AtomicWindow for AtomicRing {
         }
         let newest = self.seal(horizon)?;
         Some(idle_from_newest(newest, self.window_ticks))
+    }
+}
+
+impl AtomicLayer for AtomicRing {
+    type Taken = RingTaken;
+    fn reserve(&self, now: u64, n: u64) -> Result<Option<RingTaken>, Retired> {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        // Never re-sorted: an undo trusts the slot it reserved (see `undo`).
+        reserve::<_, false>(&mut AtomicCells::of(self), now)
+    }
+    fn commit(&self, _taken: RingTaken) {}
+    fn undo(&self, taken: RingTaken) {
+        undo(&mut AtomicCells::of(self), taken);
+    }
+    fn fresh_from(&self) -> u64 {
+        // Acquire: pairs with the slot CASes, as every slot load. A narrower window of a
+        // layered limit is never sealed, so every value is a tick.
+        let newest = self
+            .slots()
+            .iter()
+            .map(|slot| slot.load(Ordering::Acquire))
+            .max()
+            .unwrap_or(EMPTY);
+        idle_from_newest(newest, self.window_ticks)
     }
 }

@@ -1,6 +1,9 @@
 //! The exact log in plain integers, for use under a lock.
 
-use super::algorithm::{allowed, check_and_hit, hit, idle_from_newest, is_idle_by, status};
+use super::algorithm::{
+    allowed, check_and_hit, hit, idle_from_newest, is_idle_by, reserve, status, undo, RingTaken,
+};
+use crate::window::layers::SequentialLayer;
 use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY};
 use crate::limit::Limit;
 use crate::window::state::Carried;
@@ -111,7 +114,10 @@ impl RingCells for SequentialRing {
     }
     fn replace_slot(&mut self, index: usize, current: u64, new: u64) -> Result<(), u64> {
         debug_assert_eq!(self.slots[index], current);
-        debug_assert!(new > current, "slot values only grow");
+        // Slot values only grow, but for the undo of a layered window's reservation (which
+        // restores the value it replaced; the in-order shortcut below never applies to it:
+        // it needs `new` at or above a value above `current`).
+        debug_assert_ne!(new, current, "a write changes the slot");
         if self.slots.len() == 1 {
             // No pair of distinct neighbours: never a descent.
             self.slots[index] = new;
@@ -223,5 +229,18 @@ impl SequentialWindow for SequentialRing {
             ),
             None => is_idle_by(self, horizon),
         }
+    }
+}
+
+impl SequentialLayer for SequentialRing {
+    type Taken = RingTaken;
+    fn reserve(&mut self, now: u64, n: u64) -> Option<RingTaken> {
+        debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        // Never re-sorted: an undo trusts the slot it reserved (see `undo`).
+        never_sealed(reserve::<_, false>(self, now))
+    }
+    fn commit(&mut self, _taken: RingTaken) {}
+    fn undo(&mut self, taken: RingTaken) {
+        undo(self, taken);
     }
 }

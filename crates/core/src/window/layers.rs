@@ -1,0 +1,485 @@
+//! Several windows on one key, decided at once: a limit such as "10 per second and 600 per
+//! hour" keeps one window of the algorithm per `(N, W)` and admits only where every window has
+//! room, counting the hit in all of them.
+//!
+//! # Algorithm
+//! Each window is the algorithm's own (an exact ring of `Nᵢ` slots, or rolling buckets with
+//! their own geometry), so each keeps its own guarantee. `check_and_hit` *reserves* in the
+//! windows in order, narrowest first and the widest last: a reservation is the window's own
+//! admission step (the ring's slot CAS; the buckets' CAS on the running total, not yet
+//! recorded in a bucket). A window that refuses makes the call *undo* the reservations it
+//! already holds, in reverse order, and refuse; once the widest window has reserved, the call
+//! *commits* (the buckets record their weight) and is admitted.
+//! - **Never over-admits any window**: every admitted hit holds a reservation in every window,
+//!   made by that window's own decision, and an undo only takes back a reservation whose call
+//!   is refused (see `ring::algorithm::undo` and `buckets::algorithm::undo`, which restore
+//!   exactly the state without it). Each window's own argument then bounds its admitted hits.
+//! - **All or nothing**: a refused call leaves nothing behind, except where a ring's undo CAS
+//!   meets a slot that a later admission or `hit` has already replaced; that refused call's
+//!   tick then stays in the slot's history as a phantom hit, which only refuses more (it is
+//!   as old as the admission that replaced it, so it never outlives that admission).
+//! - **One CAS per window**: an admission costs one reservation per window, and a refusal by
+//!   window `i` costs the undos of the `i` before it. A single-window limit takes none of this
+//!   path: [`Layers::One`] calls the window directly.
+//! - **Removal and limit changes** act on the widest window only: it holds every hit the
+//!   others hold (every admission reserves in it, `hit` records in it), so its state is the
+//!   key's state ([`WindowState`](crate::window::WindowState)); the narrower windows are
+//!   rebuilt from it. A sweeper seals the widest window, after checking that the others are
+//!   idle too; the widest reserves last, so a call that meets its seal undoes the narrower
+//!   reservations and looks the key up again, and an admission that beat the seal made the
+//!   seal fail. The narrower windows are never sealed and never re-sorted, which is what lets
+//!   their undo trust a slot value.
+//!
+//! The first of these rules is what the loom model `tests/layers.rs` checks, with broken
+//! twins that validate only the widest window or undo by a plain store.
+
+use std::ops::Deref;
+
+use crate::limit::{Limit, MAX_WINDOWS};
+use crate::window::{AtomicWindow, Retired, SequentialWindow, Status, WindowState};
+
+/// One window's admission in two steps, for a window of a layered limit under a lock.
+pub trait SequentialLayer: SequentialWindow {
+    /// What [`SequentialLayer::undo`] and [`SequentialLayer::commit`] need.
+    type Taken: Copy;
+    /// Reserves `n` hits at `now` if they fit; `None` if the window refuses.
+    fn reserve(&mut self, now: u64, n: u64) -> Option<Self::Taken>;
+    /// Completes a reservation (the call is admitted).
+    fn commit(&mut self, taken: Self::Taken);
+    /// Takes back a reservation (the call is refused).
+    fn undo(&mut self, taken: Self::Taken);
+}
+
+impl<W> ManyLayers<W> {
+    /// Window `index` of `count`: the narrower ones, then the widest.
+    fn window_mut(&mut self, index: usize) -> &mut W {
+        if index == self.narrower.len() {
+            &mut self.widest
+        } else {
+            &mut self.narrower[index]
+        }
+    }
+
+    fn window(&self, index: usize) -> &W {
+        if index == self.narrower.len() {
+            &self.widest
+        } else {
+            &self.narrower[index]
+        }
+    }
+}
+
+/// [`SequentialLayer`] for a window shared between threads.
+pub trait AtomicLayer: AtomicWindow {
+    /// What [`AtomicLayer::undo`] and [`AtomicLayer::commit`] need.
+    type Taken: Copy;
+    /// Reserves `n` hits at `now` if they fit; `Ok(None)` if the window refuses. A window
+    /// that no one re-sorts: undo relies on it (see the module docs).
+    ///
+    /// # Errors
+    /// [`Retired`]: the window is sealed; nothing was reserved.
+    fn reserve(&self, now: u64, n: u64) -> Result<Option<Self::Taken>, Retired>;
+    /// Completes a reservation (the call is admitted).
+    fn commit(&self, taken: Self::Taken);
+    /// Takes back a reservation (the call is refused).
+    fn undo(&self, taken: Self::Taken);
+    /// The first tick from which the window answers every call as an empty one would.
+    fn fresh_from(&self) -> u64;
+}
+
+/// The windows of one key: a single window, or several.
+#[derive(Debug)]
+pub enum Layers<W> {
+    /// A limit of one window: every operation goes straight to it.
+    One(W),
+    /// A limit of several windows.
+    Many(Box<ManyLayers<W>>),
+}
+
+/// The windows of a layered limit.
+#[derive(Debug)]
+pub struct ManyLayers<W> {
+    /// The limit, all windows.
+    limit: Limit,
+    /// The narrower windows, narrowest first.
+    narrower: Vec<W>,
+    /// The widest window: the key's state, and the one a sweeper seals.
+    widest: W,
+}
+
+impl<W> Layers<W> {
+    /// One window per window of `limit`, each built by `build` from its single-window limit.
+    pub(crate) fn build(limit: Limit, mut build: impl FnMut(Limit) -> W) -> Self {
+        if !limit.is_layered() {
+            return Self::One(build(limit));
+        }
+        let count = limit.window_count();
+        let mut narrower = Vec::with_capacity(count - 1);
+        for window in limit.windows().take(count - 1) {
+            narrower.push(build(window));
+        }
+        let widest = build(limit.widest());
+        Self::Many(Box::new(ManyLayers {
+            limit,
+            narrower,
+            widest,
+        }))
+    }
+
+    /// The widest window (the only one, for a single-window limit).
+    #[inline]
+    #[must_use]
+    pub fn widest(&self) -> &W {
+        match self {
+            Self::One(window) => window,
+            Self::Many(many) => &many.widest,
+        }
+    }
+
+    /// Every window, narrowest first.
+    pub fn windows(&self) -> impl Iterator<Item = &W> {
+        let (narrower, widest): (&[W], &W) = match self {
+            Self::One(window) => (&[], window),
+            Self::Many(many) => (&many.narrower, &many.widest),
+        };
+        narrower.iter().chain(std::iter::once(widest))
+    }
+
+    fn windows_mut(&mut self) -> impl Iterator<Item = &mut W> {
+        let (narrower, widest): (&mut [W], &mut W) = match self {
+            Self::One(window) => (&mut [], window),
+            Self::Many(many) => (&mut many.narrower, &mut many.widest),
+        };
+        narrower.iter_mut().chain(std::iter::once(widest))
+    }
+}
+
+/// The widest window's own methods (a ring's slots, say) stay at hand.
+impl<W> Deref for Layers<W> {
+    type Target = W;
+    fn deref(&self) -> &W {
+        self.widest()
+    }
+}
+
+/// One step of [`all_or_nothing`], run by the caller on its windows (index `count - 1` is
+/// the widest).
+enum Step<T> {
+    Reserve(usize),
+    Commit(usize, T),
+    Undo(usize, T),
+}
+
+/// The layered decision, written once for both forms: reserve in every window in order, undo
+/// on the first refusal (or seal), commit once all hold a reservation.
+#[inline]
+fn all_or_nothing<T: Copy>(
+    count: usize,
+    mut step: impl FnMut(Step<T>) -> Result<Option<T>, Retired>,
+) -> Result<bool, Retired> {
+    let mut taken: [Option<T>; MAX_WINDOWS] = [None; MAX_WINDOWS];
+    for index in 0..count {
+        let reserved = if cfg!(slidelimit_loom_mutant = "layers_widest_only") && index + 1 < count
+        {
+            // Deliberately broken: the narrower windows are only asked, never reserved in,
+            // so two calls can both see the last room of a narrower window.
+            let _ = step(Step::Reserve(usize::MAX - index));
+            Ok(Some(None))
+        } else {
+            step(Step::Reserve(index)).map(|reserved| reserved.map(Some))
+        };
+        match reserved {
+            Ok(Some(reservation)) => taken[index] = reservation,
+            refused_or_retired => {
+                for undone in (0..index).rev() {
+                    if let Some(reservation) = taken[undone] {
+                        let _ = step(Step::Undo(undone, reservation));
+                    }
+                }
+                return refused_or_retired.map(|_| false);
+            }
+        }
+    }
+    for (index, reservation) in taken.iter().enumerate().take(count) {
+        if let Some(reservation) = *reservation {
+            let _ = step(Step::Commit(index, reservation));
+        }
+    }
+    Ok(true)
+}
+
+/// The status of the window that binds: the least remaining, then the longest wait.
+fn tightest(statuses: impl Iterator<Item = Status>) -> Status {
+    statuses
+        .reduce(|tightest, status| {
+            let binds = (status.remaining, std::cmp::Reverse(status.retry_after_ticks))
+                < (tightest.remaining, std::cmp::Reverse(tightest.retry_after_ticks));
+            if binds {
+                status
+            } else {
+                tightest
+            }
+        })
+        .expect("a limit has at least one window")
+}
+
+/// The wait until all of the asked weight fits every window: each window's own wait, the
+/// longest of them (each window's room only grows while no call comes).
+fn combined(statuses: &[Status]) -> Status {
+    let wait = statuses
+        .iter()
+        .map(|status| status.retry_after_ticks)
+        .max()
+        .unwrap_or(0);
+    Status {
+        retry_after_ticks: wait,
+        ..tightest(statuses.iter().copied())
+    }
+}
+
+impl<W: SequentialLayer> Layers<W> {
+    /// Every window's status at `now` for weight `n`, narrowest first.
+    pub fn statuses(&self, now: u64, n: u64) -> Vec<Status> {
+        self.windows().map(|window| window.status_n(now, n)).collect()
+    }
+}
+
+impl<W: SequentialLayer> SequentialWindow for Layers<W> {
+    #[inline]
+    fn hit_n(&mut self, now: u64, n: u64) {
+        for window in self.windows_mut() {
+            window.hit_n(now, n);
+        }
+    }
+
+    #[inline]
+    fn check_and_hit_n(&mut self, now: u64, n: u64) -> bool {
+        let many = match self {
+            Self::One(window) => return window.check_and_hit_n(now, n),
+            Self::Many(many) => many,
+        };
+        let count = many.narrower.len() + 1;
+        let answer = all_or_nothing(count, |step| {
+            Ok(match step {
+                Step::Reserve(index) if index >= MAX_WINDOWS => {
+                    // The widest-only mutant asks a narrower window without reserving.
+                    let _ = many.window(usize::MAX - index).allowed_n(now, n);
+                    None
+                }
+                Step::Reserve(index) => many.window_mut(index).reserve(now, n),
+                Step::Commit(index, taken) => {
+                    many.window_mut(index).commit(taken);
+                    None
+                }
+                Step::Undo(index, taken) => {
+                    many.window_mut(index).undo(taken);
+                    None
+                }
+            })
+        });
+        match answer {
+            Ok(admitted) => admitted,
+            Err(Retired) => unreachable!("a sequential window is never sealed"),
+        }
+    }
+
+    fn allowed_n(&self, now: u64, n: u64) -> bool {
+        self.windows().all(|window| window.allowed_n(now, n))
+    }
+
+    fn status_n(&self, now: u64, n: u64) -> Status {
+        match self {
+            Self::One(window) => window.status_n(now, n),
+            Self::Many(_) => combined(&self.statuses(now, n)),
+        }
+    }
+
+    fn limit(&self) -> Limit {
+        match self {
+            Self::One(window) => window.limit(),
+            Self::Many(many) => many.limit,
+        }
+    }
+
+    fn export(&self) -> WindowState {
+        self.widest().export()
+    }
+
+    fn idle_from(&self) -> u64 {
+        self.windows()
+            .map(SequentialWindow::idle_from)
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn is_idle_by(&self, horizon: u64) -> bool {
+        self.windows().all(|window| window.is_idle_by(horizon))
+    }
+}
+
+impl<W: AtomicLayer> Layers<W> {
+    /// Every window's status at `now` for weight `n`, narrowest first.
+    ///
+    /// # Errors
+    /// [`Retired`]: the key's window is sealed.
+    pub fn atomic_statuses(&self, now: u64, n: u64) -> Result<Vec<Status>, Retired> {
+        self.windows().map(|window| window.status_n(now, n)).collect()
+    }
+}
+
+impl<W: AtomicLayer> AtomicWindow for Layers<W> {
+    #[inline]
+    fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired> {
+        // The widest last: a `hit` that meets its seal has recorded in narrower windows of a
+        // state being removed or replaced, which no one reads again (or which a restored
+        // seal keeps, counting the hit twice: more refusals, never fewer).
+        for window in self.windows() {
+            window.hit_n(now, n)?;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn check_and_hit_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
+        let many = match self {
+            Self::One(window) => return window.check_and_hit_n(now, n),
+            Self::Many(many) => many,
+        };
+        let count = many.narrower.len() + 1;
+        all_or_nothing(count, |step| match step {
+            Step::Reserve(index) if index >= MAX_WINDOWS => {
+                // The widest-only mutant asks a narrower window without reserving.
+                many.window(usize::MAX - index).allowed_n(now, n).map(|_| None)
+            }
+            Step::Reserve(index) => many.window(index).reserve(now, n),
+            Step::Commit(index, taken) => {
+                many.window(index).commit(taken);
+                Ok(None)
+            }
+            Step::Undo(index, taken) => {
+                many.window(index).undo(taken);
+                Ok(None)
+            }
+        })
+    }
+
+    fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
+        for window in self.windows() {
+            if !window.allowed_n(now, n)? {
+                // The widest is asked too, so a sealed key says so.
+                return self.widest().allowed_n(now, n).map(|_| false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired> {
+        match self {
+            Self::One(window) => window.status_n(now, n),
+            Self::Many(_) => Ok(combined(&self.atomic_statuses(now, n)?)),
+        }
+    }
+
+    fn limit(&self) -> Limit {
+        match self {
+            Self::One(window) => window.limit(),
+            Self::Many(many) => many.limit,
+        }
+    }
+
+    fn export(&self) -> Result<WindowState, Retired> {
+        self.widest().export()
+    }
+
+    fn seal_for_swap(&self) -> Option<WindowState> {
+        self.widest().seal_for_swap()
+    }
+
+    fn try_seal(&self, horizon: u64) -> Option<u64> {
+        let Self::Many(many) = self else {
+            return self.widest().try_seal(horizon);
+        };
+        // The narrower windows first: a hit they hold that is still live for the horizon
+        // keeps the key. One that lands after this look reserves in the widest too, and
+        // either beats the seal (which then fails) or meets it and is undone.
+        let mut fresh_from = 0;
+        for window in &many.narrower {
+            let window_fresh_from = window.fresh_from();
+            if window_fresh_from > horizon {
+                return None;
+            }
+            fresh_from = fresh_from.max(window_fresh_from);
+        }
+        many.widest
+            .try_seal(horizon)
+            .map(|widest_fresh_from| widest_fresh_from.max(fresh_from))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{all_or_nothing, Step};
+    use crate::window::Retired;
+
+    #[test]
+    fn a_refusal_undoes_what_was_reserved_in_reverse_order() {
+        let mut log = Vec::new();
+        let answer = all_or_nothing::<u8>(3, |step| {
+            Ok(match step {
+                Step::Reserve(2) => {
+                    log.push("refuse 2");
+                    None
+                }
+                Step::Reserve(index) => {
+                    log.push(if index == 0 { "reserve 0" } else { "reserve 1" });
+                    Some(index as u8)
+                }
+                Step::Undo(index, taken) => {
+                    assert_eq!(index as u8, taken);
+                    log.push(if index == 0 { "undo 0" } else { "undo 1" });
+                    None
+                }
+                Step::Commit(..) => panic!("a refused call commits nothing"),
+            })
+        });
+        assert_eq!(answer, Ok(false));
+        assert_eq!(log, ["reserve 0", "reserve 1", "refuse 2", "undo 1", "undo 0"]);
+    }
+
+    #[test]
+    fn a_seal_on_the_widest_undoes_the_others() {
+        let mut undone = 0;
+        let answer = all_or_nothing::<()>(2, |step| match step {
+            Step::Reserve(0) => Ok(Some(())),
+            Step::Reserve(_) => Err(Retired),
+            Step::Undo(..) => {
+                undone += 1;
+                Ok(None)
+            }
+            Step::Commit(..) => panic!("a retired call commits nothing"),
+        });
+        assert_eq!(answer, Err(Retired));
+        assert_eq!(undone, 1);
+    }
+}
+
+#[cfg(all(test, not(slidelimit_loom)))]
+mod size {
+    use super::Layers;
+    use crate::window::buckets::AtomicBuckets;
+    use crate::window::ring::AtomicRing;
+
+    #[test]
+    fn a_single_window_key_pays_no_space_for_layers() {
+        // The enum keeps `Many` in the niche of the window's own pointer: a key of a
+        // single-window limit is as large as before layered limits existed.
+        assert_eq!(
+            std::mem::size_of::<Layers<AtomicRing>>(),
+            std::mem::size_of::<AtomicRing>()
+        );
+        assert_eq!(
+            std::mem::size_of::<Layers<AtomicBuckets>>(),
+            std::mem::size_of::<AtomicBuckets>()
+        );
+    }
+}

@@ -1,0 +1,328 @@
+//! Limits of several windows ("3 per 10 and 7 per 50"): the rules a limit must keep, exact
+//! answers against a brute-force model for in-order traces, every window's guarantee for
+//! out-of-order traces and under contention, in every variant and both algorithms, and no
+//! capacity left behind by a refused call.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use slidelimit::{
+    Limit, LimitControl, LimitError, LockFreeLimiter, Options, RateLimiter, RollingBuckets,
+    MAX_WINDOWS,
+};
+use slidelimit_mutex::MutexLimiter;
+use slidelimit_per_key_lock::PerKeyLockLimiter;
+use slidelimit_rwlock::RwLockLimiter;
+use slidelimit_trace::audit::Audit;
+use slidelimit_trace::rng::SplitMix64;
+
+use crate::variants::{default_variants, limit, shared_variant, NAMES};
+
+fn layered(windows: &[(u64, u64)]) -> Limit {
+    windows
+        .iter()
+        .map(|&(n, w)| limit(n, w))
+        .reduce(|all, window| all.and(window).expect("a valid layered limit"))
+        .expect("at least one window")
+}
+
+/// Every variant with the rolling buckets over `limit`, `buckets` per window.
+fn bucketed_variants(limit: Limit, buckets: u64) -> Vec<Box<dyn RateLimiter<u64>>> {
+    let window = RollingBuckets::new(limit, buckets).expect("valid buckets");
+    let options = Options::default();
+    vec![
+        Box::new(LockFreeLimiter::<u64, RollingBuckets>::with_options(window, options)),
+        Box::new(MutexLimiter::<u64, RollingBuckets>::with_options(window, options)),
+        Box::new(PerKeyLockLimiter::<u64, RollingBuckets>::with_options(window, options)),
+        Box::new(RwLockLimiter::<u64, RollingBuckets>::with_options(window, options)),
+    ]
+}
+
+/// Checks every window of `limit` over one key's admissions `(tick, weight)`.
+fn assert_every_window_holds(limit: Limit, admitted: &[(u64, u64)], context: &str) {
+    for window in limit.windows() {
+        let audit = Audit::new(window.max_requests(), window.window_ticks()).expect("W > 0");
+        let report = audit.key(admitted.iter().copied());
+        assert!(
+            report.check().is_ok(),
+            "{context}: {} per {} over-admitted (peak {})",
+            window.max_requests(),
+            window.window_ticks(),
+            report.peak()
+        );
+    }
+}
+
+#[test]
+fn a_limit_keeps_its_rules() {
+    let burst = limit(10, 1);
+    let hour = limit(600, 3_600);
+    assert_eq!(burst.and(hour), hour.and(burst), "order does not matter");
+    let both = burst.and(hour).unwrap();
+    assert!(both.is_layered());
+    assert_eq!((both.max_requests(), both.window_ticks()), (600, 3_600));
+    assert_eq!(both.max_weight(), 10);
+    assert_eq!(both.windows().collect::<Vec<_>>(), [burst, hour]);
+    assert_eq!(both.widest(), hour);
+
+    assert_eq!(
+        limit(5, 10).and(limit(9, 10)),
+        Err(LimitError::DuplicateWindow { window_ticks: 10 })
+    );
+    // A wider window with no more hits makes the narrower one redundant.
+    assert_eq!(
+        limit(5, 10).and(limit(5, 100)),
+        Err(LimitError::WindowNeverBinds {
+            max_requests: 5,
+            window_ticks: 10
+        })
+    );
+    // 3 per 10 already caps any 50 ticks at 15.
+    assert_eq!(
+        limit(3, 10).and(limit(15, 50)),
+        Err(LimitError::WindowNeverBinds {
+            max_requests: 15,
+            window_ticks: 50
+        })
+    );
+    assert!(limit(3, 10).and(limit(14, 50)).is_ok(), "14 can bind");
+    // 51 ticks hold six spans of 10: 17 still binds.
+    assert!(limit(3, 10).and(limit(17, 51)).is_ok());
+    let four = layered(&[(2, 1), (10, 10), (50, 100), (200, 1_000)]);
+    assert_eq!(four.window_count(), MAX_WINDOWS);
+    assert_eq!(
+        four.and(limit(1_000, 10_000)),
+        Err(LimitError::TooManyWindows { windows: 5 })
+    );
+    let message = limit(3, 10).and(limit(15, 50)).unwrap_err().to_string();
+    assert!(message.contains("never bind"), "{message}");
+}
+
+/// Per window: the count of `admitted` hits live at `now` and the wait for one more.
+fn model_status(limit: Limit, admitted: &[u64], now: u64) -> (u64, u64) {
+    let mut remaining = u64::MAX;
+    let mut wait = 0;
+    for window in limit.windows() {
+        let (n, w) = (window.max_requests(), window.window_ticks());
+        let live: Vec<u64> = admitted
+            .iter()
+            .copied()
+            .filter(|&s| s.saturating_add(w) > now)
+            .collect();
+        let count = live.len() as u64;
+        remaining = remaining.min(n.saturating_sub(count));
+        if count >= n {
+            // In order: the oldest of the newest n live hits leaves first.
+            let oldest = live[live.len() - n as usize];
+            wait = wait.max(oldest + w - now);
+        }
+    }
+    (remaining, wait)
+}
+
+#[test]
+fn in_order_traces_match_a_brute_force_model_in_every_variant() {
+    let limit = layered(&[(3, 10), (7, 50), (12, 200)]);
+    for seed in 0..12 {
+        for limiter in default_variants::<u64>(limit) {
+            let name = limiter.name();
+            let mut rng = SplitMix64::new(seed);
+            let mut admitted: Vec<Vec<u64>> = vec![Vec::new(); 3];
+            let mut now = 0;
+            for step in 0..1_500 {
+                now += rng.below(4);
+                let key = rng.below(3);
+                let hits = &mut admitted[key as usize];
+                let (remaining, wait) = model_status(limit, hits, now);
+                let status = limiter.status(&key, now);
+                assert_eq!(
+                    (status.remaining, status.retry_after_ticks),
+                    (remaining, wait),
+                    "{name}, seed {seed}, step {step}: status at {now}"
+                );
+                let expected = remaining > 0;
+                assert_eq!(
+                    limiter.check_and_hit(&key, now),
+                    expected,
+                    "{name}, seed {seed}, step {step}: check_and_hit at {now}"
+                );
+                if expected {
+                    hits.push(now);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn out_of_order_traces_never_over_admit_any_window_in_any_variant() {
+    let limit = layered(&[(2, 8), (5, 40), (9, 160)]);
+    for seed in 0..8 {
+        let variants = default_variants::<u64>(limit)
+            .into_iter()
+            .chain(bucketed_variants(limit, 8));
+        for limiter in variants {
+            let context = format!("{} {}, seed {seed}", limiter.name(), limiter.algorithm());
+            let mut rng = SplitMix64::new(seed);
+            let mut admitted = Vec::new();
+            let mut clock = 100;
+            for _ in 0..3_000 {
+                clock += rng.below(3);
+                // Up to 6 ticks late, within the default lateness of one window.
+                let now = clock - rng.below(7);
+                if limiter.check_and_hit(&0, now) {
+                    admitted.push((now, 1));
+                }
+            }
+            assert!(admitted.len() > 50, "{context}: the trace admits");
+            assert_every_window_holds(limit, &admitted, &context);
+        }
+    }
+}
+
+#[test]
+fn weighted_hits_fit_every_window_of_the_buckets() {
+    let limit = layered(&[(10, 20), (40, 200)]);
+    for limiter in bucketed_variants(limit, 20) {
+        let context = format!("{} buckets", limiter.name());
+        let mut rng = SplitMix64::new(7);
+        let mut admitted = Vec::new();
+        for now in 0..4_000 {
+            let weight = 1 + rng.below(4);
+            if limiter.check_and_hit_n(&0, now, weight) == Ok(true) {
+                admitted.push((now, weight));
+            }
+        }
+        assert_every_window_holds(limit, &admitted, &context);
+        assert!(
+            limiter.check_and_hit_n(&0, 5_000, 11).is_err(),
+            "{context}: a weight above the narrowest window's count never fits"
+        );
+    }
+}
+
+#[test]
+fn a_refused_call_leaves_no_capacity_behind() {
+    // 2 per 10 and 3 per 100. At the fifth and sixth call the narrow window has room but the
+    // wide one is full: both are refused. Two stacked limiters would have counted them in
+    // the narrow window and refused the last call too; a layered limit admits it (20 and 21
+    // have left the wide window). The buckets (10 ticks wide, one of lateness) reach 20
+    // ticks further back, so their calls come 20 ticks later.
+    let limit = layered(&[(2, 10), (3, 100)]);
+    let expected = [true, true, false, true, false, false, true];
+    for limiter in default_variants::<u64>(limit) {
+        let answers: Vec<bool> = [20, 21, 22, 50, 115, 116, 121]
+            .iter()
+            .map(|&now| limiter.check_and_hit(&0, now))
+            .collect();
+        assert_eq!(answers, expected, "{} exact", limiter.name());
+    }
+    for limiter in bucketed_variants(limit, 10) {
+        let answers: Vec<bool> = [20, 21, 22, 50, 135, 136, 141]
+            .iter()
+            .map(|&now| limiter.check_and_hit(&0, now))
+            .collect();
+        assert_eq!(answers, expected, "{} buckets", limiter.name());
+    }
+}
+
+#[test]
+fn status_names_the_binding_window_and_the_longest_wait() {
+    let limit = layered(&[(2, 10), (3, 100)]);
+    for limiter in default_variants::<u64>(limit) {
+        let name = limiter.name();
+        assert!(limiter.check_and_hit(&0, 0));
+        assert!(limiter.check_and_hit(&0, 1));
+        let status = limiter.status(&0, 2);
+        assert_eq!((status.count, status.remaining), (2, 0), "{name}: narrow binds");
+        assert_eq!(status.retry_after_ticks, 8, "{name}: 0 leaves the narrow window at 10");
+        assert!(limiter.check_and_hit(&0, 20));
+        let status = limiter.status(&0, 21);
+        assert_eq!((status.count, status.remaining), (3, 0), "{name}: wide binds");
+        assert_eq!(status.retry_after_ticks, 79, "{name}: 0 leaves the wide window at 100");
+        let unknown = limiter.status(&9, 21);
+        assert_eq!(unknown.remaining, 2, "{name}: a new key has the narrowest room");
+    }
+}
+
+fn limit_changes_hold<L: LimitControl<u64>>(limiter: &L) {
+    let name = limiter.name();
+    for now in 0..3 {
+        assert!(limiter.check_and_hit(&0, now), "{name}");
+    }
+    // Now at most 2 per 10 as well: the three hits at 0..3 already fill it.
+    limiter.set_limit(layered(&[(2, 10), (5, 100)]));
+    assert!(!limiter.check_and_hit(&0, 5), "{name}: the narrow window is full");
+    assert!(limiter.check_and_hit(&0, 12), "{name}: 0..3 left the narrow window");
+    assert!(limiter.check_and_hit(&0, 13), "{name}");
+    assert!(!limiter.check_and_hit(&0, 14), "{name}: 5 per 100 reached");
+    limiter.set_limit(limit(6, 100));
+    assert!(limiter.check_and_hit(&0, 15), "{name}: back to one window, raised");
+    assert!(!limiter.check_and_hit(&0, 16), "{name}");
+    limiter.set_limit_for(&1, layered(&[(1, 10), (3, 100)]));
+    assert!(limiter.check_and_hit(&1, 20), "{name}: a key's own layered limit");
+    assert!(!limiter.check_and_hit(&1, 21), "{name}");
+    assert_eq!(limiter.limit_for(&1).window_count(), 2, "{name}");
+}
+
+#[test]
+fn set_limit_moves_keys_between_single_and_layered_limits() {
+    let single = limit(5, 100);
+    limit_changes_hold(&LockFreeLimiter::<u64>::new(single));
+    limit_changes_hold(&MutexLimiter::<u64>::new(single));
+    limit_changes_hold(&PerKeyLockLimiter::<u64>::new(single));
+    limit_changes_hold(&RwLockLimiter::<u64>::new(single));
+}
+
+#[test]
+fn contended_keys_never_over_admit_any_window() {
+    const WORKERS: u64 = 4;
+    const OPS: u64 = 20_000;
+    let limit = layered(&[(2, 8), (5, 40)]);
+    for name in NAMES {
+        let limiter = shared_variant::<u64>(name, limit, Options::default());
+        let clock = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let sweeper = {
+            let (limiter, clock, stop) = (limiter.clone(), clock.clone(), stop.clone());
+            thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    limiter.remove_idle(clock.load(Ordering::Relaxed) / 4);
+                    thread::yield_now();
+                }
+            })
+        };
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|worker| {
+                let (limiter, clock) = (limiter.clone(), clock.clone());
+                thread::spawn(move || {
+                    let mut rng = SplitMix64::new(worker);
+                    let mut admitted = Vec::new();
+                    for _ in 0..OPS {
+                        let now = clock.fetch_add(1, Ordering::Relaxed) / 4 + rng.below(3);
+                        let key = rng.below(3);
+                        if rng.below(10) == 0 {
+                            // Forced hits count against later calls but are not judged.
+                            limiter.hit(&key, now);
+                        } else if limiter.check_and_hit(&key, now) {
+                            admitted.push((key, now));
+                        }
+                    }
+                    admitted
+                })
+            })
+            .collect();
+        let mut per_key: Vec<Vec<(u64, u64)>> = vec![Vec::new(); 3];
+        for worker in workers {
+            for (key, now) in worker.join().expect("worker") {
+                per_key[key as usize].push((now, 1));
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        sweeper.join().expect("sweeper");
+        for (key, admitted) in per_key.iter().enumerate() {
+            assert_every_window_holds(limit, admitted, &format!("{name}, key {key}"));
+        }
+    }
+}
