@@ -5,8 +5,8 @@
 #    own target directory (target-loom, or $LOOM_TARGET_DIR), LOOM_MAX_PREEMPTIONS=2 unless set.
 # 2. Each mutant of the core (cfg slidelimit_loom_mutant="NAME") in its own build
 #    (target-loom/mutant-NAME, kept between runs), running only the negative control that
-#    must catch it: a #[should_panic] test that exists only in that build. The run must
-#    report exactly that one test, passed.
+#    must catch it: #[should_panic] tests that exist only in that build (one per model that
+#    catches it; most mutants have one). The run must report them all passed, at least one.
 #
 # Measured run time on the 2-core development machine, from clean target directories: 4 min
 # 47 s in all (22 models, 13 mutants), of which the models themselves take ~32 s at bound 2;
@@ -53,6 +53,8 @@ mutants=(
     "pool_far_writes_cooled_word pool"
     "pool_far_flag_not_kept pool"
     "pool_requeue_flags_before_cas pool"
+    "layers_widest_only layers"
+    "layers_undo_by_store layers"
     "swap_without_retire limits"
     "hit_drop_unpublished limits"
 )
@@ -80,7 +82,7 @@ for entry in "${mutants[@]}"; do
         CARGO_TARGET_DIR="$target/mutant-$mutant" \
         cargo test --locked -p slidelimit-loom --release --test "$file" -- "mutant_${mutant}_" \
         2>&1 | tee "$log"
-    if ! grep -q '^test result: ok\. 1 passed; 0 failed' "$log"; then
+    if ! grep -Eq '^test result: ok\. [1-9][0-9]* passed; 0 failed' "$log"; then
         echo "loom: the negative control for mutant $mutant did not run and pass" >&2
         exit 1
     fi

@@ -32,7 +32,7 @@ use std::hash::{BuildHasher, Hash};
 
 use crate::limit::Limit;
 use crate::sync::{AtomicU64, Ordering};
-use crate::window::{Algorithm, Status, WeightError, MAX_TICK};
+use crate::window::{Algorithm, Status, WeightError, WindowStatuses, MAX_TICK};
 use floor::RemovalFloor;
 use schedule::SweepSchedule;
 
@@ -429,6 +429,23 @@ impl<W: Algorithm> KeyPolicy<W> {
             retry_after_ticks: 0,
         };
         Ok(self.clamp_status(empty, watermark, now))
+    }
+
+    /// [`Self::status_of_unknown_key`] of every window of `limit` (weight 1).
+    fn window_statuses_of_unknown_key(
+        &self,
+        limit: Limit,
+        watermark: u64,
+        now: u64,
+    ) -> WindowStatuses {
+        WindowStatuses::from_windows(limit.windows().map(|window| {
+            let empty = Status {
+                count: 0,
+                remaining: window.max_requests(),
+                retry_after_ticks: 0,
+            };
+            self.clamp_status(empty, watermark, now)
+        }))
     }
 
     /// `allowed_n` for a key with no state whose limit is `limit`: what an empty window

@@ -155,7 +155,7 @@ pub use snapshot::{Conversion, Restored, SavedState, Snapshot, SnapshotError};
 pub use wait::{AsyncLimiter, TokioClock, WaitClock, WaitError};
 pub use window::buckets::{BucketError, RollingBuckets};
 pub use window::ring::ExactLog;
-pub use window::{Status, WeightError};
+pub use window::{Status, WeightError, WindowStatuses};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

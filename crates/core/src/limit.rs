@@ -277,7 +277,8 @@ impl Limit {
     pub fn windows(&self) -> impl ExactSizeIterator<Item = Limit> + Clone {
         let count = self.window_count();
         let mut all = [self.widest(); MAX_WINDOWS];
-        for (slot, &(max_requests, window_ticks)) in all.iter_mut().zip(&self.narrower[..count - 1]) {
+        for (slot, &(max_requests, window_ticks)) in all.iter_mut().zip(&self.narrower[..count - 1])
+        {
             *slot = Self::single(max_requests, window_ticks);
         }
         all[count - 1] = self.widest();

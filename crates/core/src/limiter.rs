@@ -5,7 +5,7 @@ use std::hash::Hash;
 
 use crate::clock::Clock;
 use crate::limit::Limit;
-use crate::window::{Status, WeightError};
+use crate::window::{Status, WeightError, WindowStatuses};
 
 /// A keyed rate limiter: may a request of `key` at tick `now` go through?
 ///
@@ -77,6 +77,15 @@ where
     /// [`WeightError::ExceedsLimit`] if `n` is above `key`'s own limit, which never
     /// admits it.
     fn status_n(&self, key: &K, now: u64, n: u64) -> Result<Status, WeightError>;
+
+    /// [`RateLimiter::status`] of every window of `key`'s limit, narrowest first, in the
+    /// order of [`Limit::windows`] for [`LimitControl::limit_for`] (one status for a
+    /// single-window limit; [`WindowStatuses::tightest`] is `status`). Consumes nothing and
+    /// creates no key. The default, for limiters of one window only, answers `status`.
+    #[must_use]
+    fn window_statuses(&self, key: &K, now: u64) -> WindowStatuses {
+        WindowStatuses::single(self.status(key, now))
+    }
 
     /// Removes every key whose state is idle for all calls at or after `now - D` (the
     /// lateness tolerance) and returns how many were removed.

@@ -16,7 +16,7 @@ use crate::limit::Limit;
 use crate::sync::{AtomicU64, Ordering};
 use crate::window::ring::ExactLog;
 use crate::window::state::WindowState;
-use crate::window::{Algorithm, AtomicWindow, Retired, Status};
+use crate::window::{Algorithm, AtomicWindow, Retired, Status, WindowStatuses};
 
 /// The lock-free keyed limiter. `LockFreeLimiter::new(limit)` gives the exact sliding log.
 ///
@@ -124,6 +124,10 @@ impl<W: Algorithm> GuardedEntry for LockFreeEntry<W> {
 
     fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired> {
         self.window.status_n(now, n)
+    }
+
+    fn window_statuses(&self, now: u64, n: u64) -> Result<WindowStatuses, Retired> {
+        self.window.window_statuses(now, n)
     }
 
     fn retire_if_idle(&self, horizon: u64) -> Option<u64> {

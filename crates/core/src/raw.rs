@@ -21,6 +21,7 @@ pub use crate::lockfree::LockFreeEntry;
 pub use crate::window::buckets::{
     AtomicBuckets, SequentialBuckets, MAX_PHYSICAL_BUCKETS, MAX_TOTAL_WEIGHT,
 };
+pub use crate::window::layers::{AtomicLayer, Layers, SequentialLayer};
 pub use crate::window::ring::{AtomicRing, SequentialRing};
 pub use crate::window::{
     Algorithm, AtomicWindow, Retired, SequentialWindow, StateError, WindowKind, WindowState,

@@ -113,6 +113,11 @@ pub trait SequentialWindow: Send + Sync + 'static {
     /// (the keyed limiters answer a heavier weight with an error before asking). Changes
     /// nothing.
     fn status_n(&self, now: u64, n: u64) -> Status;
+    /// [`SequentialWindow::status_n`] of every window of the limit, narrowest first (see
+    /// [`WindowStatuses`]). Changes nothing.
+    fn window_statuses(&self, now: u64, n: u64) -> WindowStatuses {
+        WindowStatuses::single(self.status_n(now, n))
+    }
     /// The limit this window enforces.
     fn limit(&self) -> Limit;
     /// The window's content (see [`WindowState`]). Changes nothing.
@@ -163,6 +168,14 @@ pub trait AtomicWindow: Send + Sync + 'static {
     /// # Errors
     /// [`Retired`]: the window is sealed.
     fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired>;
+    /// [`AtomicWindow::status_n`] of every window of the limit, narrowest first. Changes
+    /// nothing.
+    ///
+    /// # Errors
+    /// [`Retired`]: the window is sealed.
+    fn window_statuses(&self, now: u64, n: u64) -> Result<WindowStatuses, Retired> {
+        self.status_n(now, n).map(WindowStatuses::single)
+    }
     /// The limit this window enforces.
     fn limit(&self) -> Limit;
     /// The window's content at one moment between the call and its return, while other
@@ -214,6 +227,105 @@ pub struct Status {
     /// which enough of the oldest retained buckets have expired (and the caller is no
     /// longer late), minus now, read from the bucket counters.
     pub retry_after_ticks: u64,
+}
+
+/// The status of every window of a key's limit, narrowest first (one for a single-window
+/// limit), in the order of [`Limit::windows`]: what a caller that reports each window (an
+/// HTTP layer sending one `RateLimit` item per window) reads. [`WindowStatuses::tightest`]
+/// is what [`RateLimiter::status`](crate::RateLimiter::status) answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowStatuses {
+    len: usize,
+    statuses: [Status; crate::limit::MAX_WINDOWS],
+}
+
+impl WindowStatuses {
+    /// The status of a single-window limit.
+    #[must_use]
+    pub const fn single(status: Status) -> Self {
+        Self {
+            len: 1,
+            statuses: [status; crate::limit::MAX_WINDOWS],
+        }
+    }
+
+    /// Statuses of the windows in order, narrowest first; at most
+    /// [`MAX_WINDOWS`](crate::MAX_WINDOWS) are kept.
+    ///
+    /// # Panics
+    /// If `statuses` is empty: every limit has a window.
+    #[must_use]
+    pub fn from_windows(statuses: impl IntoIterator<Item = Status>) -> Self {
+        let mut all = Self::single(Status {
+            count: 0,
+            remaining: 0,
+            retry_after_ticks: 0,
+        });
+        all.len = 0;
+        for status in statuses.into_iter().take(crate::limit::MAX_WINDOWS) {
+            all.statuses[all.len] = status;
+            all.len += 1;
+        }
+        assert!(all.len > 0, "a limit has at least one window");
+        all
+    }
+
+    /// How many windows.
+    #[must_use]
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Never: every limit has a window (for the `len` convention).
+    #[must_use]
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Each window's status, narrowest first.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Status> + '_ {
+        self.statuses[..self.len].iter().copied()
+    }
+
+    /// The window that binds: the one with the least remaining (then the longest wait) gives
+    /// `count` and `remaining`; `retry_after_ticks` is the longest wait of all windows, the
+    /// first tick at which the asked weight fits every one of them (each window's room only
+    /// grows while no call comes).
+    #[must_use]
+    pub fn tightest(&self) -> Status {
+        let statuses = &self.statuses[..self.len];
+        let binding = statuses
+            .iter()
+            .copied()
+            .reduce(|tightest, status| {
+                let binds = (status.remaining, std::cmp::Reverse(status.retry_after_ticks))
+                    < (tightest.remaining, std::cmp::Reverse(tightest.retry_after_ticks));
+                if binds {
+                    status
+                } else {
+                    tightest
+                }
+            })
+            .unwrap_or(self.statuses[0]);
+        let wait = statuses
+            .iter()
+            .map(|status| status.retry_after_ticks)
+            .max()
+            .unwrap_or(0);
+        Status {
+            retry_after_ticks: wait,
+            ..binding
+        }
+    }
+
+    /// Every status mapped by `f` (the keyed limiters clamp each one by the key's watermark).
+    #[must_use]
+    pub fn map(mut self, f: impl Fn(Status) -> Status) -> Self {
+        for status in &mut self.statuses[..self.len] {
+            *status = f(*status);
+        }
+        self
+    }
 }
 
 /// Why a weighted request was rejected before it reached the window.

@@ -24,7 +24,7 @@ use slidelimit::raw::{
     Algorithm, EntryGuardedLimiter, EntryWatermark, GuardedEntry, Retired, SequentialWindow,
 };
 use slidelimit::window::WindowState;
-use slidelimit::{ExactLog, Limit, Status};
+use slidelimit::{ExactLog, Limit, Status, WindowStatuses};
 
 /// The per-key-lock limiter; `PerKeyLockLimiter::new(limit)` gives the exact log.
 pub type PerKeyLockLimiter<K, W = ExactLog> = EntryGuardedLimiter<K, KeyMutex<W>>;
@@ -130,6 +130,10 @@ impl<W: Algorithm> GuardedEntry for KeyMutex<W> {
 
     fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired> {
         self.locked(|window| window.status_n(now, n))
+    }
+
+    fn window_statuses(&self, now: u64, n: u64) -> Result<WindowStatuses, Retired> {
+        self.locked(|window| window.window_statuses(now, n))
     }
 
     fn retire_if_idle(&self, horizon: u64) -> Option<u64> {

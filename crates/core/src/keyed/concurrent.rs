@@ -19,7 +19,7 @@ use crate::sync::retry_hint;
 use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::ring::ExactLog;
 use crate::window::state::WindowState;
-use crate::window::{Algorithm, Retired, Status, WeightError};
+use crate::window::{Algorithm, Retired, Status, WeightError, WindowStatuses};
 
 /// One key's guarded window in a [`EntryGuardedLimiter`] map.
 ///
@@ -90,6 +90,11 @@ pub trait GuardedEntry: Send + Sync + 'static {
     /// # Errors
     /// [`Retired`]: look the key up again.
     fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired>;
+    /// See [`crate::raw::SequentialWindow::window_statuses`].
+    ///
+    /// # Errors
+    /// [`Retired`]: look the key up again.
+    fn window_statuses(&self, now: u64, n: u64) -> Result<WindowStatuses, Retired>;
 
     /// Retires the entry if its window is fresh for every call at or after `horizon`, so that
     /// no operation records anything in it again; returns the tick from which it was fresh.
@@ -611,6 +616,27 @@ where
         self.status_of(key, now, n)
     }
 
+    /// [`RateLimiter::window_statuses`], asked with any borrowed form of the key.
+    #[must_use]
+    pub fn window_statuses<Q>(&self, key: &Q, now: u64) -> WindowStatuses
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.read_existing(key, |watermark, entry| {
+            Ok(entry
+                .window_statuses(now, 1)?
+                .map(|status| self.policy.clamp_status(status, watermark, now)))
+        })
+        .unwrap_or_else(|| {
+            self.policy.window_statuses_of_unknown_key(
+                self.limits.resolve(key).1.limit(),
+                self.removal_watermark(key),
+                now,
+            )
+        })
+    }
+
     /// The status for weight `n` (already checked against the window's rules), or why the
     /// key's own limit can never admit it.
     fn status_of<Q>(&self, key: &Q, now: u64, n: u64) -> Result<Status, WeightError>
@@ -675,6 +701,10 @@ where
 
     fn status_n(&self, key: &K, now: u64, n: u64) -> Result<Status, WeightError> {
         Self::status_n(self, key, now, n)
+    }
+
+    fn window_statuses(&self, key: &K, now: u64) -> WindowStatuses {
+        Self::window_statuses(self, key, now)
     }
 
     fn remove_idle(&self, now: u64) -> usize {

@@ -153,8 +153,7 @@ where
             // set_override's store of `has_overrides` (no override can be set between the
             // check and the store); the bound is checked before any state is read, and a
             // weight it lets through is still refused by a window whose limit is lower.
-            self.max_weight
-                .store(limit.max_weight(), Ordering::Relaxed);
+            self.max_weight.store(limit.max_weight(), Ordering::Relaxed);
         }
         self.bump();
     }

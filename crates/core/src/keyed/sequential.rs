@@ -14,7 +14,9 @@ use crate::limiter::RateLimiter;
 use crate::snapshot::{group_usage, saved_key, Conversion, Restored, Snapshot, SnapshotError};
 use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::state::WindowState;
-use crate::window::{ring::ExactLog, Algorithm, SequentialWindow, Status, WeightError, MAX_TICK};
+use crate::window::{
+    ring::ExactLog, Algorithm, SequentialWindow, Status, WeightError, WindowStatuses, MAX_TICK,
+};
 
 /// Each key's window, the removal watermark it was created with, and the limits version its
 /// limit is current for.
@@ -222,6 +224,28 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
                 self.removal_watermark(self.policy.shard_of(key), key),
                 now,
                 n,
+            ),
+        }
+    }
+
+    /// Every window's status for weight 1 (see [`RateLimiter::window_statuses`]).
+    fn window_statuses_of<Q>(&self, key: &Q, now: u64) -> WindowStatuses
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        match self.shard(key).get(key) {
+            Some((window, watermark, limits_version)) => {
+                self.with_current_limit(key, window, *limits_version, |window| {
+                    window
+                        .window_statuses(now, 1)
+                        .map(|status| self.policy.clamp_status(status, *watermark, now))
+                })
+            }
+            None => self.policy.window_statuses_of_unknown_key(
+                self.limits.resolve(key).1.limit(),
+                self.removal_watermark(self.policy.shard_of(key), key),
+                now,
             ),
         }
     }
@@ -480,6 +504,17 @@ where
             .expect(WEIGHT_ONE_FITS)
     }
 
+    /// [`RateLimiter::window_statuses`], asked with any borrowed form of the key.
+    #[must_use]
+    pub fn window_statuses<Q>(&self, key: &Q, now: u64) -> WindowStatuses
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let now = now.min(MAX_TICK);
+        self.state.read(|state| state.window_statuses_of(key, now))
+    }
+
     /// [`RateLimiter::status_n`], asked with any borrowed form of the key.
     ///
     /// # Errors
@@ -537,6 +572,10 @@ where
 
     fn status_n(&self, key: &K, now: u64, n: u64) -> Result<Status, WeightError> {
         Self::status_n(self, key, now, n)
+    }
+
+    fn window_statuses(&self, key: &K, now: u64) -> WindowStatuses {
+        Self::window_statuses(self, key, now)
     }
 
     fn remove_idle(&self, now: u64) -> usize {

@@ -122,8 +122,8 @@ pub use packed::MAX_TOTAL_WEIGHT;
 pub use storage::{AtomicBuckets, SequentialBuckets};
 
 use crate::limit::Limit;
-use crate::window::state::WindowState;
 use crate::window::layers::Layers;
+use crate::window::state::WindowState;
 use crate::window::{Algorithm, WeightError, WindowKind, MAX_TICK};
 
 /// The most physical buckets (`B + 1 + L`) one window may have: 65,536, 512 KiB per key.
@@ -327,11 +327,15 @@ impl Algorithm for RollingBuckets {
     }
 
     fn new_sequential(&self) -> Layers<SequentialBuckets> {
-        Layers::build(self.limit, |window| SequentialBuckets::new(self.with_limit(window)))
+        Layers::build(self.limit, |window| {
+            SequentialBuckets::new(self.with_limit(window))
+        })
     }
 
     fn new_atomic(&self) -> Layers<AtomicBuckets> {
-        Layers::build(self.limit, |window| AtomicBuckets::new(self.with_limit(window)))
+        Layers::build(self.limit, |window| {
+            AtomicBuckets::new(self.with_limit(window))
+        })
     }
 
     fn new_sequential_at(&self, now: u64) -> Layers<SequentialBuckets> {

@@ -36,7 +36,9 @@
 use std::ops::Deref;
 
 use crate::limit::{Limit, MAX_WINDOWS};
-use crate::window::{AtomicWindow, Retired, SequentialWindow, Status, WindowState};
+use crate::window::{
+    AtomicWindow, Retired, SequentialWindow, Status, WindowState, WindowStatuses,
+};
 
 /// One window's admission in two steps, for a window of a layered limit under a lock.
 pub trait SequentialLayer: SequentialWindow {
@@ -179,8 +181,7 @@ fn all_or_nothing<T: Copy>(
 ) -> Result<bool, Retired> {
     let mut taken: [Option<T>; MAX_WINDOWS] = [None; MAX_WINDOWS];
     for index in 0..count {
-        let reserved = if cfg!(slidelimit_loom_mutant = "layers_widest_only") && index + 1 < count
-        {
+        let reserved = if cfg!(slidelimit_loom_mutant = "layers_widest_only") && index + 1 < count {
             // Deliberately broken: the narrower windows are only asked, never reserved in,
             // so two calls can both see the last room of a narrower window.
             let _ = step(Step::Reserve(usize::MAX - index));
@@ -208,39 +209,12 @@ fn all_or_nothing<T: Copy>(
     Ok(true)
 }
 
-/// The status of the window that binds: the least remaining, then the longest wait.
-fn tightest(statuses: impl Iterator<Item = Status>) -> Status {
-    statuses
-        .reduce(|tightest, status| {
-            let binds = (status.remaining, std::cmp::Reverse(status.retry_after_ticks))
-                < (tightest.remaining, std::cmp::Reverse(tightest.retry_after_ticks));
-            if binds {
-                status
-            } else {
-                tightest
-            }
-        })
-        .expect("a limit has at least one window")
-}
-
-/// The wait until all of the asked weight fits every window: each window's own wait, the
-/// longest of them (each window's room only grows while no call comes).
-fn combined(statuses: &[Status]) -> Status {
-    let wait = statuses
-        .iter()
-        .map(|status| status.retry_after_ticks)
-        .max()
-        .unwrap_or(0);
-    Status {
-        retry_after_ticks: wait,
-        ..tightest(statuses.iter().copied())
-    }
-}
-
 impl<W: SequentialLayer> Layers<W> {
     /// Every window's status at `now` for weight `n`, narrowest first.
     pub fn statuses(&self, now: u64, n: u64) -> Vec<Status> {
-        self.windows().map(|window| window.status_n(now, n)).collect()
+        self.windows()
+            .map(|window| window.status_n(now, n))
+            .collect()
     }
 }
 
@@ -290,8 +264,12 @@ impl<W: SequentialLayer> SequentialWindow for Layers<W> {
     fn status_n(&self, now: u64, n: u64) -> Status {
         match self {
             Self::One(window) => window.status_n(now, n),
-            Self::Many(_) => combined(&self.statuses(now, n)),
+            Self::Many(_) => self.window_statuses(now, n).tightest(),
         }
+    }
+
+    fn window_statuses(&self, now: u64, n: u64) -> WindowStatuses {
+        WindowStatuses::from_windows(self.windows().map(|window| window.status_n(now, n)))
     }
 
     fn limit(&self) -> Limit {
@@ -323,7 +301,9 @@ impl<W: AtomicLayer> Layers<W> {
     /// # Errors
     /// [`Retired`]: the key's window is sealed.
     pub fn atomic_statuses(&self, now: u64, n: u64) -> Result<Vec<Status>, Retired> {
-        self.windows().map(|window| window.status_n(now, n)).collect()
+        self.windows()
+            .map(|window| window.status_n(now, n))
+            .collect()
     }
 }
 
@@ -349,7 +329,9 @@ impl<W: AtomicLayer> AtomicWindow for Layers<W> {
         all_or_nothing(count, |step| match step {
             Step::Reserve(index) if index >= MAX_WINDOWS => {
                 // The widest-only mutant asks a narrower window without reserving.
-                many.window(usize::MAX - index).allowed_n(now, n).map(|_| None)
+                many.window(usize::MAX - index)
+                    .allowed_n(now, n)
+                    .map(|_| None)
             }
             Step::Reserve(index) => many.window(index).reserve(now, n),
             Step::Commit(index, taken) => {
@@ -376,8 +358,16 @@ impl<W: AtomicLayer> AtomicWindow for Layers<W> {
     fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired> {
         match self {
             Self::One(window) => window.status_n(now, n),
-            Self::Many(_) => Ok(combined(&self.atomic_statuses(now, n)?)),
+            Self::Many(_) => Ok(self.window_statuses(now, n)?.tightest()),
         }
+    }
+
+    fn window_statuses(&self, now: u64, n: u64) -> Result<WindowStatuses, Retired> {
+        let mut statuses = [None; MAX_WINDOWS];
+        for (slot, window) in statuses.iter_mut().zip(self.windows()) {
+            *slot = Some(window.status_n(now, n)?);
+        }
+        Ok(WindowStatuses::from_windows(statuses.into_iter().flatten()))
     }
 
     fn limit(&self) -> Limit {
@@ -443,7 +433,10 @@ mod tests {
             })
         });
         assert_eq!(answer, Ok(false));
-        assert_eq!(log, ["reserve 0", "reserve 1", "refuse 2", "undo 1", "undo 0"]);
+        assert_eq!(
+            log,
+            ["reserve 0", "reserve 1", "refuse 2", "undo 1", "undo 0"]
+        );
     }
 
     #[test]

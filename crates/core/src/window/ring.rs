@@ -106,8 +106,8 @@ pub use atomic::AtomicRing;
 pub use sequential::SequentialRing;
 
 use crate::limit::Limit;
-use crate::window::state::WindowState;
 use crate::window::layers::Layers;
+use crate::window::state::WindowState;
 use crate::window::{is_live, Algorithm, Retired, WeightError, WindowKind};
 
 /// The exact sliding log: never more than `max_requests` hits in any window, answers exact

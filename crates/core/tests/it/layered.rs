@@ -32,10 +32,18 @@ fn bucketed_variants(limit: Limit, buckets: u64) -> Vec<Box<dyn RateLimiter<u64>
     let window = RollingBuckets::new(limit, buckets).expect("valid buckets");
     let options = Options::default();
     vec![
-        Box::new(LockFreeLimiter::<u64, RollingBuckets>::with_options(window, options)),
-        Box::new(MutexLimiter::<u64, RollingBuckets>::with_options(window, options)),
-        Box::new(PerKeyLockLimiter::<u64, RollingBuckets>::with_options(window, options)),
-        Box::new(RwLockLimiter::<u64, RollingBuckets>::with_options(window, options)),
+        Box::new(LockFreeLimiter::<u64, RollingBuckets>::with_options(
+            window, options,
+        )),
+        Box::new(MutexLimiter::<u64, RollingBuckets>::with_options(
+            window, options,
+        )),
+        Box::new(PerKeyLockLimiter::<u64, RollingBuckets>::with_options(
+            window, options,
+        )),
+        Box::new(RwLockLimiter::<u64, RollingBuckets>::with_options(
+            window, options,
+        )),
     ]
 }
 
@@ -235,14 +243,31 @@ fn status_names_the_binding_window_and_the_longest_wait() {
         assert!(limiter.check_and_hit(&0, 0));
         assert!(limiter.check_and_hit(&0, 1));
         let status = limiter.status(&0, 2);
-        assert_eq!((status.count, status.remaining), (2, 0), "{name}: narrow binds");
-        assert_eq!(status.retry_after_ticks, 8, "{name}: 0 leaves the narrow window at 10");
+        assert_eq!(
+            (status.count, status.remaining),
+            (2, 0),
+            "{name}: narrow binds"
+        );
+        assert_eq!(
+            status.retry_after_ticks, 8,
+            "{name}: 0 leaves the narrow window at 10"
+        );
         assert!(limiter.check_and_hit(&0, 20));
         let status = limiter.status(&0, 21);
-        assert_eq!((status.count, status.remaining), (3, 0), "{name}: wide binds");
-        assert_eq!(status.retry_after_ticks, 79, "{name}: 0 leaves the wide window at 100");
+        assert_eq!(
+            (status.count, status.remaining),
+            (3, 0),
+            "{name}: wide binds"
+        );
+        assert_eq!(
+            status.retry_after_ticks, 79,
+            "{name}: 0 leaves the wide window at 100"
+        );
         let unknown = limiter.status(&9, 21);
-        assert_eq!(unknown.remaining, 2, "{name}: a new key has the narrowest room");
+        assert_eq!(
+            unknown.remaining, 2,
+            "{name}: a new key has the narrowest room"
+        );
     }
 }
 
@@ -253,15 +278,27 @@ fn limit_changes_hold<L: LimitControl<u64>>(limiter: &L) {
     }
     // Now at most 2 per 10 as well: the three hits at 0..3 already fill it.
     limiter.set_limit(layered(&[(2, 10), (5, 100)]));
-    assert!(!limiter.check_and_hit(&0, 5), "{name}: the narrow window is full");
-    assert!(limiter.check_and_hit(&0, 12), "{name}: 0..3 left the narrow window");
+    assert!(
+        !limiter.check_and_hit(&0, 5),
+        "{name}: the narrow window is full"
+    );
+    assert!(
+        limiter.check_and_hit(&0, 12),
+        "{name}: 0..3 left the narrow window"
+    );
     assert!(limiter.check_and_hit(&0, 13), "{name}");
     assert!(!limiter.check_and_hit(&0, 14), "{name}: 5 per 100 reached");
     limiter.set_limit(limit(6, 100));
-    assert!(limiter.check_and_hit(&0, 15), "{name}: back to one window, raised");
+    assert!(
+        limiter.check_and_hit(&0, 15),
+        "{name}: back to one window, raised"
+    );
     assert!(!limiter.check_and_hit(&0, 16), "{name}");
     limiter.set_limit_for(&1, layered(&[(1, 10), (3, 100)]));
-    assert!(limiter.check_and_hit(&1, 20), "{name}: a key's own layered limit");
+    assert!(
+        limiter.check_and_hit(&1, 20),
+        "{name}: a key's own layered limit"
+    );
     assert!(!limiter.check_and_hit(&1, 21), "{name}");
     assert_eq!(limiter.limit_for(&1).window_count(), 2, "{name}");
 }
@@ -325,4 +362,33 @@ fn contended_keys_never_over_admit_any_window() {
             assert_every_window_holds(limit, admitted, &format!("{name}, key {key}"));
         }
     }
+}
+
+#[test]
+fn window_statuses_report_every_window_in_every_variant() {
+    let limit = layered(&[(2, 10), (3, 100)]);
+    let variants = default_variants::<u64>(limit)
+        .into_iter()
+        .chain(bucketed_variants(limit, 10));
+    for limiter in variants {
+        let context = format!("{} {}", limiter.name(), limiter.algorithm());
+        let fresh = limiter.window_statuses(&0, 0);
+        let remaining: Vec<u64> = fresh.iter().map(|status| status.remaining).collect();
+        assert_eq!(remaining, [2, 3], "{context}: a new key, each window's count");
+        assert!(limiter.check_and_hit(&0, 0));
+        assert!(limiter.check_and_hit(&0, 1));
+        let statuses = limiter.window_statuses(&0, 2);
+        let counts: Vec<(u64, u64)> = statuses
+            .iter()
+            .map(|status| (status.count, status.remaining))
+            .collect();
+        assert_eq!(counts, [(2, 0), (2, 1)], "{context}");
+        assert!(statuses.iter().next().unwrap().retry_after_ticks > 0, "{context}");
+        assert_eq!(statuses.tightest(), limiter.status(&0, 2), "{context}");
+    }
+    let single = LockFreeLimiter::<u64>::new(crate::variants::limit(4, 10));
+    assert!(single.check_and_hit(&0, 0));
+    let statuses = single.window_statuses(&0, 1);
+    assert_eq!(statuses.len(), 1);
+    assert_eq!(statuses.tightest(), single.status(&0, 1));
 }

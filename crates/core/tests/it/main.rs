@@ -7,8 +7,8 @@
 mod bad_input;
 mod buckets;
 mod edges;
-mod limit;
 mod layered;
+mod limit;
 mod limit_changes;
 mod memory;
 #[cfg(feature = "metrics")]

@@ -33,8 +33,8 @@ const MODES: [&str; 5] = [
 ];
 
 enum Child {
-    Remote(RedisLimiter),
-    Leased(LeasedLimiter),
+    Remote(Box<RedisLimiter>),
+    Leased(Box<LeasedLimiter>),
 }
 
 /// The child role: does nothing unless started by the parent test below.
@@ -64,12 +64,14 @@ fn child() {
     let lim = limit(MAX, WINDOW);
     let limiter = Arc::new(match mode.as_str() {
         m if m.starts_with("exact") => {
-            Child::Remote(RedisLimiter::new(&url, lim, options).unwrap())
+            Child::Remote(Box::new(RedisLimiter::new(&url, lim, options).unwrap()))
         }
-        m if m.starts_with("buckets") => {
-            Child::Remote(RedisLimiter::new(&url, lim, options.buckets(10)).unwrap())
-        }
-        _ => Child::Leased(LeasedLimiter::new(&url, lim, options, 5, WINDOW / 10).unwrap()),
+        m if m.starts_with("buckets") => Child::Remote(Box::new(
+            RedisLimiter::new(&url, lim, options.buckets(10)).unwrap(),
+        )),
+        _ => Child::Leased(Box::new(
+            LeasedLimiter::new(&url, lim, options, 5, WINDOW / 10).unwrap(),
+        )),
     });
     let threads: Vec<_> = (0..THREADS)
         .map(|thread| {

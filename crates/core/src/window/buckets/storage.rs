@@ -6,15 +6,15 @@
 //! with `Release`; each site says which operation it pairs with.
 
 use super::algorithm::{
-    allowed, check_and_hit, commit, hit, idle_from, reserve, snapshot, status, surely_live_by, undo,
-    BucketCells, BucketsTaken,
+    allowed, check_and_hit, commit, hit, idle_from, reserve, snapshot, status, surely_live_by,
+    undo, BucketCells, BucketsTaken,
 };
-use crate::window::layers::{AtomicLayer, SequentialLayer};
 use super::packed::{is_sealed, low, SEALED};
 use super::state::export_words;
 use super::{Geometry, RollingBuckets};
 use crate::limit::Limit;
 use crate::sync::{retry_hint, AtomicU64, Ordering};
+use crate::window::layers::{AtomicLayer, SequentialLayer};
 use crate::window::state::WindowState;
 use crate::window::{never_sealed, AtomicWindow, Retired, SequentialWindow, Status};
 

@@ -8,9 +8,9 @@ mod seal;
 use super::algorithm::{
     allowed, check_and_hit, hit, idle_from_newest, reserve, status, undo, RingTaken,
 };
-use crate::window::layers::AtomicLayer;
 use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY, SEALED};
 use crate::sync::{retry_hint, AtomicU32, AtomicU64, Ordering};
+use crate::window::layers::AtomicLayer;
 use crate::window::state::Carried;
 use crate::window::state::WindowState;
 use crate::window::{AtomicWindow, Retired, Status};

@@ -3,9 +3,9 @@
 use super::algorithm::{
     allowed, check_and_hit, hit, idle_from_newest, is_idle_by, reserve, status, undo, RingTaken,
 };
-use crate::window::layers::SequentialLayer;
 use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY};
 use crate::limit::Limit;
+use crate::window::layers::SequentialLayer;
 use crate::window::state::Carried;
 use crate::window::state::WindowState;
 use crate::window::{never_sealed, Retired, SequentialWindow, Status};
