@@ -12,7 +12,7 @@ use serde::Serialize;
 use slidelimit::{Limit, WeightError};
 use slidelimit_trace::governor::{quota, GovernorKeyed, QuotaError};
 
-use crate::audit::audit;
+use crate::audit::{audit, audits};
 use crate::progress::Progress;
 use crate::trace::{LineError, LineFault, Request};
 use crate::variant::DynLimiter;
@@ -145,6 +145,9 @@ pub struct Outcome {
     pub total: Counts,
     /// Requests it could not take (their weight), by line.
     pub faults: Vec<LineFault>,
+    /// Per window of the limit, narrowest first: the window and the most weight one key had
+    /// admitted in one such window (the last is `total.peak`).
+    pub window_peaks: Vec<(Limit, u64)>,
 }
 
 /// Runs `requests` through `decider` in order. A request it cannot take is a fault: with
@@ -186,7 +189,7 @@ pub fn run(
         progress.inc(1);
     }
     progress.finish();
-    let (per_key, total) = tally(requests, &decisions, limit);
+    let (per_key, total, window_peaks) = tally(requests, &decisions, limit);
     Ok(Outcome {
         label,
         sliding_window: decider.sliding_window(),
@@ -194,6 +197,7 @@ pub fn run(
         per_key,
         total,
         faults,
+        window_peaks,
     })
 }
 
@@ -202,7 +206,7 @@ fn tally(
     requests: &[Request],
     decisions: &[Option<bool>],
     limit: Limit,
-) -> (HashMap<String, Counts>, Counts) {
+) -> (HashMap<String, Counts>, Counts, Vec<(Limit, u64)>) {
     let mut per_key: HashMap<String, Counts> = HashMap::new();
     let mut admitted_hits = Vec::new();
     let mut total = Counts::default();
@@ -223,6 +227,11 @@ fn tally(
             admitted_hits.push((request.key.as_str(), request.timestamp, request.weight));
         }
     }
+    let narrower: Vec<(Limit, u64)> = audits(limit)
+        .into_iter()
+        .take(limit.window_count() - 1)
+        .map(|(window, audit)| (window, audit.keys(admitted_hits.iter().copied()).peak()))
+        .collect();
     let report = audit(limit).keys(admitted_hits);
     for (key, audited) in report.per_key() {
         if let Some(counts) = per_key.get_mut(*key) {
@@ -230,7 +239,9 @@ fn tally(
         }
     }
     total.peak = report.peak();
-    (per_key, total)
+    let mut window_peaks = narrower;
+    window_peaks.push((limit.widest(), total.peak));
+    (per_key, total, window_peaks)
 }
 
 #[cfg(test)]

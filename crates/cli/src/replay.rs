@@ -55,7 +55,9 @@ pub fn run(args: &ReplayArgs, allow_progress: bool) -> Result<(String, Done), Fa
         }));
     }
     let mut notes = Vec::new();
-    if args.compare {
+    if args.compare && limit.is_layered() {
+        notes.push("governor left out: it takes one window, not several".to_owned());
+    } else if args.compare {
         match Governor::new(limit, args.tick) {
             Ok(governor) => deciders.push(Box::new(governor)),
             Err(err) => notes.push(format!("governor left out: {err}")),
@@ -107,13 +109,18 @@ pub fn run(args: &ReplayArgs, allow_progress: bool) -> Result<(String, Done), Fa
     trace.faults.sort_by_key(|fault| fault.line);
 
     for outcome in &outcomes {
-        if outcome.sliding_window && outcome.total.peak > limit.max_requests() {
-            return Err(Failure::Bug(format!(
-                "{} admitted {} in one window, above the limit's {}",
-                outcome.label,
-                outcome.total.peak,
-                limit.max_requests()
-            )));
+        if !outcome.sliding_window {
+            continue;
+        }
+        for &(window, peak) in &outcome.window_peaks {
+            if peak > window.max_requests() {
+                return Err(Failure::Bug(format!(
+                    "{} admitted {peak} in one window of {} ticks, above the limit's {}",
+                    outcome.label,
+                    window.window_ticks(),
+                    window.max_requests()
+                )));
+            }
         }
     }
 
@@ -166,8 +173,17 @@ fn read_trace(args: &ReplayArgs, allow_progress: bool) -> Result<trace::Trace, F
     })
 }
 
-/// `3/10ms (3 per 10 ticks of 1ms)`.
+/// `3/10ms (3 per 10 ticks of 1ms)`; each window of a limit of several, joined by ` + `.
 fn describe_limit(limit: Limit, tick: Duration) -> String {
+    limit
+        .windows()
+        .map(|window| describe_window(window, tick))
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// One window: `3/10ms (3 per 10 ticks of 1ms)`.
+fn describe_window(limit: Limit, tick: Duration) -> String {
     let nanos = u128::from(limit.window_ticks()) * tick.as_nanos();
     let window = u64::try_from(nanos / 1_000_000_000).map_or_else(
         |_| "?".to_owned(),

@@ -16,7 +16,7 @@ use slidelimit_trace::duration::format as format_duration;
 use slidelimit_trace::rng::SplitMix64;
 use slidelimit_trace::zipf::Zipf;
 
-use crate::audit::audit;
+use crate::audit::{audit, audits};
 use crate::cli::SimulateArgs;
 use crate::outcome::{Done, Failure};
 use crate::progress::Progress;
@@ -97,7 +97,8 @@ struct Run {
     admitted: u64,
     refused: u64,
     refused_by_key: HashMap<u64, u64>,
-    peaks: HashMap<u64, RunningPeak>,
+    /// Per key, one running peak per window of the limit (narrowest first, the widest last).
+    peaks: HashMap<u64, Vec<RunningPeak>>,
     false_negatives: u64,
     false_positives: u64,
 }
@@ -235,6 +236,7 @@ fn run_limit(
 ) -> Result<(Vec<Row>, Summary), Failure> {
     let window_ticks = limit.window_ticks();
     let audit = audit(limit);
+    let audits = audits(limit);
     let mut runs: Vec<Run> = Vec::new();
     for &window in windows {
         let limiter = build(args.variant, window, limit)
@@ -280,10 +282,13 @@ fn run_limit(
             }
             if admitted {
                 run.admitted += 1;
-                run.peaks
+                let peaks = run
+                    .peaks
                     .entry(rank)
-                    .or_insert_with(|| audit.running())
-                    .push(now, 1);
+                    .or_insert_with(|| audits.iter().map(|(_, audit)| audit.running()).collect());
+                for peak in peaks {
+                    peak.push(now, 1);
+                }
             } else {
                 run.refused += 1;
                 *run.refused_by_key.entry(rank).or_default() += 1;
@@ -296,15 +301,30 @@ fn run_limit(
     let offered_peak = offered.values().map(RunningPeak::peak).max().unwrap_or(0);
     let mut rows = Vec::new();
     for run in &runs {
-        let peak = run.peaks.values().map(RunningPeak::peak).max().unwrap_or(0);
-        if peak > limit.max_requests() {
-            return Err(Failure::Bug(format!(
-                "{} with {} admitted {peak} in one window, above the limit's {}",
-                variant_name(args),
-                WindowName(run.window),
-                limit.max_requests()
-            )));
+        for (index, (window, _)) in audits.iter().enumerate() {
+            let peak = run
+                .peaks
+                .values()
+                .map(|peaks| peaks[index].peak())
+                .max()
+                .unwrap_or(0);
+            if peak > window.max_requests() {
+                return Err(Failure::Bug(format!(
+                    "{} with {} admitted {peak} in one window of {} ticks, above the limit's {}",
+                    variant_name(args),
+                    WindowName(run.window),
+                    window.window_ticks(),
+                    window.max_requests()
+                )));
+            }
         }
+        // The widest window's, as the report gives it.
+        let peak = run
+            .peaks
+            .values()
+            .filter_map(|peaks| peaks.last().map(RunningPeak::peak))
+            .max()
+            .unwrap_or(0);
         // The most refusals, then the most popular (lowest rank).
         let worst = run
             .refused_by_key

@@ -8,7 +8,8 @@
 //!   command and tool, written once in `slidelimit_trace::duration`.
 //! - limit: `N/DURATION`, `N` a whole number of requests per window; or `R/s` with a decimal
 //!   `R` (a rate per second, read as the exact fraction `p` per `q` seconds by
-//!   `Limit::from_rate`: `2.5/s` is 5 per 2 s).
+//!   `Limit::from_rate`: `2.5/s` is 5 per 2 s); or up to four of these joined by `+`, all
+//!   enforced at once (`10/1s+600/1h`: a burst and a sustained window, see `Limit::and`).
 //! - rate (offered load): `R/DURATION`, `R` a decimal: `1200/s`, `0.5/s`, `30/m`.
 //! - count: a whole number with an optional `k` (thousand) or `M` (million) suffix.
 //! - window: `exact`, or `buckets:B` with `B` a whole number of buckets.
@@ -48,11 +49,65 @@ pub enum SpecError {
     /// A window that is neither `exact` nor `buckets:B`.
     #[error("unknown window `{0}` (expected exact or buckets:B, such as buckets:10)")]
     BadWindow(String),
+    /// More windows joined by `+` than a limit holds.
+    #[error("`{0}` joins more than {max} windows with `+`", max = slidelimit::MAX_WINDOWS)]
+    TooManyWindows(String),
 }
 
-/// A limit as typed: a count per period, turned into a [`Limit`] once the tick is known.
+/// A limit as typed: one window, or several joined by `+`, turned into a [`Limit`] once the
+/// tick is known.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LimitSpec {
+    windows: Vec<WindowLimitSpec>,
+}
+
+impl LimitSpec {
+    /// The limit in ticks of length `tick`: every window, joined by [`Limit::and`].
+    ///
+    /// # Errors
+    /// [`LimitError`] when a window is not a whole number of ticks, a count or window is out
+    /// of range, or the windows do not make one limit (a duplicate window, one that never
+    /// binds).
+    pub fn to_limit(&self, tick: Duration) -> Result<Limit, LimitError> {
+        let mut windows = self.windows.iter();
+        let first = windows
+            .next()
+            .expect("a parsed limit has a window")
+            .to_limit(tick)?;
+        windows.try_fold(first, |limit, window| limit.and(window.to_limit(tick)?))
+    }
+}
+
+impl FromStr for LimitSpec {
+    type Err = SpecError;
+
+    fn from_str(text: &str) -> Result<Self, SpecError> {
+        let windows = text
+            .split('+')
+            .map(str::parse)
+            .collect::<Result<Vec<WindowLimitSpec>, _>>()?;
+        if windows.len() > slidelimit::MAX_WINDOWS {
+            return Err(SpecError::TooManyWindows(text.to_owned()));
+        }
+        Ok(Self { windows })
+    }
+}
+
+impl fmt::Display for LimitSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, window) in self.windows.iter().enumerate() {
+            if index > 0 {
+                f.write_str("+")?;
+            }
+            write!(f, "{window}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One window of a limit as typed: a count per period.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum LimitSpec {
+pub enum WindowLimitSpec {
     /// `N` requests per `period`.
     Count {
         /// Requests per window.
@@ -67,7 +122,7 @@ pub enum LimitSpec {
     },
 }
 
-impl LimitSpec {
+impl WindowLimitSpec {
     /// The limit in ticks of length `tick`.
     ///
     /// # Errors
@@ -84,7 +139,7 @@ impl LimitSpec {
     }
 }
 
-impl FromStr for LimitSpec {
+impl FromStr for WindowLimitSpec {
     type Err = SpecError;
 
     fn from_str(text: &str) -> Result<Self, SpecError> {
@@ -111,7 +166,7 @@ impl FromStr for LimitSpec {
     }
 }
 
-impl fmt::Display for LimitSpec {
+impl fmt::Display for WindowLimitSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Count {
@@ -211,6 +266,32 @@ mod tests {
         );
         let spec: LimitSpec = "3/s".parse().unwrap();
         assert_eq!(spec.to_string(), "3/1s");
+    }
+
+    #[test]
+    fn several_windows_join_with_plus() {
+        let ms = Duration::from_millis(1);
+        let spec: LimitSpec = "10/1s+600/1h".parse().unwrap();
+        assert_eq!(spec.to_string(), "10/1s+600/1h");
+        let expected = Limit::new(10, 1_000)
+            .unwrap()
+            .and(Limit::new(600, 3_600_000).unwrap());
+        assert_eq!(spec.to_limit(ms), expected);
+        let never: LimitSpec = "10/1s+20/1s".parse().unwrap();
+        assert_eq!(
+            never.to_limit(ms),
+            Err(LimitError::DuplicateWindow {
+                window_ticks: 1_000
+            })
+        );
+        assert_eq!(
+            "1/1s+2/1m+3/1h+4/1d+5/7d".parse::<LimitSpec>(),
+            Err(SpecError::TooManyWindows("1/1s+2/1m+3/1h+4/1d+5/7d".into()))
+        );
+        assert_eq!(
+            "10/1s+".parse::<LimitSpec>(),
+            Err(SpecError::NoSlash(String::new()))
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::keyed::sequential::{KeyTable, MapGuardedLimiter, TableLock};
 use crate::limit::Limit;
 use crate::limiter::RateLimiter;
 use crate::window::Algorithm;
-use crate::window::Status;
+use crate::window::{Status, WindowStatuses};
 
 /// What a limiter answered for one request of weight 1.
 #[non_exhaustive]
@@ -35,8 +35,12 @@ pub enum Answer {
         /// The limit the answer is about (the limiter's default limit).
         limit: Limit,
         /// The key's window after the call, in the limiter's ticks; `None` only for an
-        /// admission of a limiter asked not to read it (see [`Decide::decide`]).
+        /// admission of a limiter asked not to read it (see [`Decide::decide`]). For a limit
+        /// of several windows, the binding one ([`WindowStatuses::tightest`]).
         status: Option<Status>,
+        /// Every window's status, narrowest first, when the limiter read them (an
+        /// in-process limiter does whenever it reads `status`); `None` otherwise.
+        windows: Option<WindowStatuses>,
     },
     /// The limiter could not decide (its backend is down, slow or restarting) and its
     /// failure policy answered instead: `admitted` (fail open) or not (fail closed, in
@@ -60,6 +64,9 @@ impl Answer {
 }
 
 /// An answer now, or one to await.
+// An in-process limiter answers `Ready` on every call and never builds `Pending` (its future
+// type is the empty `NeverPending`); boxing the answer would allocate on every decision.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Decision<F> {
     /// Decided in this call.
@@ -122,10 +129,12 @@ where
     L: RateLimiter<K> + ?Sized,
 {
     let admitted = limiter.check_and_hit(key, now);
+    let windows = (!admitted || status_if_admitted).then(|| limiter.window_statuses(key, now));
     Answer::Decided {
         admitted,
         limit: limiter.limit(),
-        status: (!admitted || status_if_admitted).then(|| limiter.status(key, now)),
+        status: windows.as_ref().map(WindowStatuses::tightest),
+        windows,
     }
 }
 
@@ -191,7 +200,8 @@ mod tests {
             Answer::Decided {
                 admitted: true,
                 limit,
-                status: None
+                status: None,
+                windows: None,
             },
             "no status read after an admission unless asked"
         );

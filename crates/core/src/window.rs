@@ -298,8 +298,13 @@ impl WindowStatuses {
             .iter()
             .copied()
             .reduce(|tightest, status| {
-                let binds = (status.remaining, std::cmp::Reverse(status.retry_after_ticks))
-                    < (tightest.remaining, std::cmp::Reverse(tightest.retry_after_ticks));
+                let binds = (
+                    status.remaining,
+                    std::cmp::Reverse(status.retry_after_ticks),
+                ) < (
+                    tightest.remaining,
+                    std::cmp::Reverse(tightest.retry_after_ticks),
+                );
                 if binds {
                     status
                 } else {

@@ -36,7 +36,7 @@ pub(crate) fn args(
         BucketOp::Hit => "hit",
         BucketOp::Status => "status",
     };
-    vec![
+    let mut args = vec![
         name.to_owned(),
         now.to_owned(),
         window.bucket_ticks().to_string(),
@@ -45,5 +45,15 @@ pub(crate) fn args(
         window.limit().max_requests().to_string(),
         n.to_string(),
         ttl_ms.to_string(),
-    ]
+    ];
+    // Each narrower window with its own geometry, as the core's buckets build it.
+    crate::exact::narrower_args(window.limit(), &mut args, |narrow| {
+        let narrow = window.with_limit(narrow);
+        [
+            narrow.bucket_ticks(),
+            narrow.buckets(),
+            narrow.limit().max_requests(),
+        ]
+    });
+    args
 }

@@ -87,6 +87,7 @@ impl AsyncRedisLimiter {
                 admitted: decision.admitted,
                 limit: self.limit(),
                 status: Some(decision.status),
+                windows: Some(decision.windows),
             },
             Err(err) => self.fallback_answer(key, &err),
         }
@@ -158,6 +159,7 @@ impl LeasedLimiter {
                 remaining: 0,
                 retry_after_ticks: decision.retry_after_ticks.max(1),
             }),
+            windows: None,
         }
     }
 }

@@ -32,6 +32,8 @@
 //! still present by the two rules, and was counted, so the window holds at most `N`.
 //! A lease's give-back (see [`crate::lease`]) removes only members that no request used.
 
+use slidelimit::Limit;
+
 use crate::pool::Pool;
 use crate::reply::Reply;
 use crate::scripts::EXACT;
@@ -69,6 +71,9 @@ pub(crate) struct ExactParams {
     pub(crate) max_requests: u64,
     pub(crate) ttl_ms: u64,
     pub(crate) lateness_ticks: u64,
+    /// The limit, for its narrower windows (a limit of several windows; the widest is
+    /// `window_ticks` and `max_requests`).
+    pub(crate) limit: Limit,
 }
 
 /// The script's arguments for one call.
@@ -85,7 +90,7 @@ pub(crate) fn args(params: ExactParams, op: ExactOp, now: &str, n: u64) -> Vec<S
         unused: 0,
         born: 0,
     });
-    vec![
+    let mut args = vec![
         name.to_owned(),
         now.to_owned(),
         params.window_ticks.to_string(),
@@ -97,7 +102,28 @@ pub(crate) fn args(params: ExactParams, op: ExactOp, now: &str, n: u64) -> Vec<S
         give_back.seq_hi.to_string(),
         give_back.unused.to_string(),
         give_back.born.to_string(),
-    ]
+    ];
+    narrower_args(params.limit, &mut args, |window| {
+        [window.window_ticks(), window.max_requests()]
+    });
+    args
+}
+
+/// Appends a layered limit's narrower windows to a script's arguments: how many, then
+/// `fields` of each, narrowest first. Nothing for a single window.
+pub(crate) fn narrower_args<const F: usize>(
+    limit: Limit,
+    args: &mut Vec<String>,
+    fields: impl Fn(Limit) -> [u64; F],
+) {
+    if !limit.is_layered() {
+        return;
+    }
+    let narrower = limit.window_count() - 1;
+    args.push(narrower.to_string());
+    for window in limit.windows().take(narrower) {
+        args.extend(fields(window).iter().map(u64::to_string));
+    }
 }
 
 pub(crate) fn call(

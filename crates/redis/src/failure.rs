@@ -120,10 +120,12 @@ impl Fallback {
                 let (key, now) = (key.to_owned(), self.clock.now_ticks());
                 let admitted = local.check_and_hit(&key, now);
                 crate::metrics::fallback("local", admitted);
+                let windows = local.window_statuses(&key, now);
                 Answer::Decided {
                     admitted,
                     limit: local.limit(),
-                    status: Some(local.status(&key, now)),
+                    status: Some(windows.tightest()),
+                    windows: Some(windows),
                 }
             }
             (None, FailurePolicy::FailOpen) => {

@@ -139,6 +139,13 @@ impl LeasedLimiter {
         batch: u64,
         lease_ticks: u64,
     ) -> Result<Self, Error> {
+        if limit.is_layered() {
+            return Err(Error::Config(
+                "a leased limiter takes a limit of one window (a lease is a batch of one \
+                 window's permits); use RedisLimiter for several windows"
+                    .to_owned(),
+            ));
+        }
         if batch == 0 || batch > limit.max_requests() || lease_ticks == 0 {
             return Err(Error::Config(format!(
                 "batch must be 1..={} and the lease duration at least 1 tick (got {batch}, {lease_ticks})",

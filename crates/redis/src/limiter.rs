@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use slidelimit::{Clock, Limit, RollingBuckets, Status};
+use slidelimit::{Clock, Limit, RollingBuckets, Status, WindowStatuses};
 
 use crate::buckets::{self, BucketOp};
 use crate::exact::{self, ExactOp, ExactParams};
@@ -164,8 +164,11 @@ enum Algorithm {
 pub struct Decision {
     /// Whether the request was admitted (and recorded).
     pub admitted: bool,
-    /// The key's window after the call.
+    /// The key's window after the call: for a limit of several windows, the binding one
+    /// ([`WindowStatuses::tightest`]).
     pub status: Status,
+    /// Every window after the call, narrowest first (one for a single-window limit).
+    pub windows: WindowStatuses,
     /// The tick the call was decided at: the server's `TIME` or the caller's tick.
     pub now: u64,
 }
@@ -262,6 +265,7 @@ impl Setup {
                     options.expiry_slack,
                 ),
                 lateness_ticks: lateness,
+                limit,
             }),
             Some(b) => {
                 let window = RollingBuckets::new(limit, b)
@@ -334,16 +338,23 @@ impl Setup {
 
     /// The decision a check's reply gives.
     pub(crate) fn decision(&self, reply: &Reply) -> Decision {
+        let windows = reply.window_statuses(self.limit);
         Decision {
             admitted: reply.granted > 0,
-            status: reply.status(self.limit),
+            status: windows.tightest(),
+            windows,
             now: reply.now,
         }
     }
 
-    /// Whether `n` more fit, from a status reply.
-    pub(crate) const fn allows(&self, reply: &Reply, n: u64) -> bool {
-        !reply.too_late && reply.count + n <= self.limit.max_requests()
+    /// Whether `n` more fit, from a status reply: in every window.
+    pub(crate) fn allows(&self, reply: &Reply, n: u64) -> bool {
+        !reply.too_late
+            && self
+                .limit
+                .windows()
+                .zip(reply.window_counts(self.limit))
+                .all(|(window, count)| count + n <= window.max_requests())
     }
 }
 
@@ -477,8 +488,17 @@ impl RedisLimiter {
     /// # Errors
     /// As [`Self::check_and_hit`].
     pub fn status(&self, key: &str) -> Result<Status, Error> {
+        self.window_statuses(key).map(|windows| windows.tightest())
+    }
+
+    /// What every window of `key`'s limit holds now, narrowest first (one for a
+    /// single-window limit). Records nothing and creates no key.
+    ///
+    /// # Errors
+    /// As [`Self::check_and_hit`].
+    pub fn window_statuses(&self, key: &str) -> Result<WindowStatuses, Error> {
         self.run(key, Op::Status, 1)
-            .map(|reply| reply.status(self.setup.limit))
+            .map(|reply| reply.window_statuses(self.setup.limit))
     }
 
     /// [`Self::check_and_hit_n`] with the configured [`FailurePolicy`] standing in when

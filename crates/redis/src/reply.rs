@@ -1,6 +1,6 @@
 //! The scripts' common reply and the checks on what the caller sends them.
 
-use slidelimit::{Limit, Status, WeightError};
+use slidelimit::{Limit, Status, WeightError, WindowStatuses, MAX_WINDOWS};
 
 use crate::Error;
 
@@ -25,6 +25,10 @@ pub(crate) struct Reply {
     /// The exact log's `born` stamp (the tick of the key's first record), returned with a
     /// granted lease; 0 otherwise.
     pub(crate) born: u64,
+    /// For a limit of several windows, each window's (count, retry-after ticks), narrowest
+    /// first, in the first `windows_len` entries; none for a single window.
+    windows: [(u64, u64); MAX_WINDOWS],
+    windows_len: usize,
 }
 
 impl Reply {
@@ -37,6 +41,16 @@ impl Reply {
             // stepped server clock made it so.
             Ok(u64::try_from(*v).unwrap_or(0))
         };
+        let mut windows = [(0, 0); MAX_WINDOWS];
+        let pairs = values.len().saturating_sub(7) / 2;
+        if values.len() > 7 && (values.len() % 2 == 0 || pairs > MAX_WINDOWS) {
+            return Err(Error::Reply(format!(
+                "expected 7 integers and at most {MAX_WINDOWS} pairs, got {values:?}"
+            )));
+        }
+        for (index, window) in windows.iter_mut().enumerate().take(pairs) {
+            *window = (field(7 + 2 * index)?, field(8 + 2 * index)?);
+        }
         Ok(Self {
             granted: field(0)?,
             count: field(1)?,
@@ -45,25 +59,56 @@ impl Reply {
             seq_hi: field(4)?,
             too_late: field(5)? != 0,
             born: field(6)?,
+            windows,
+            windows_len: pairs,
         })
+    }
+
+    /// Each window's count, narrowest first, for `limit` (the reply's one count for a single
+    /// window, or a reply without the windows' pairs).
+    pub(crate) fn window_counts(&self, limit: Limit) -> impl Iterator<Item = u64> + '_ {
+        let layered = limit.is_layered() && self.windows_len == limit.window_count();
+        let count = self.count;
+        (0..if layered { self.windows_len } else { 1 }).map(move |index| {
+            if layered {
+                self.windows[index].0
+            } else {
+                count
+            }
+        })
+    }
+
+    /// Every window's status, narrowest first: from the windows' pairs for a limit of
+    /// several windows, else the one status of [`Reply::status`] (a single window).
+    pub(crate) fn window_statuses(&self, limit: Limit) -> WindowStatuses {
+        if !limit.is_layered() || self.windows_len != limit.window_count() {
+            return WindowStatuses::single(self.status(limit));
+        }
+        WindowStatuses::from_windows(limit.windows().zip(&self.windows).map(
+            |(window, &(count, retry_after_ticks))| {
+                window_status(window, count, retry_after_ticks, self.too_late)
+            },
+        ))
     }
 
     /// The status a caller sees, for `limit`.
     pub(crate) fn status(&self, limit: Limit) -> Status {
-        let remaining = if self.too_late {
-            0
-        } else {
-            limit.max_requests().saturating_sub(self.count)
-        };
-        Status {
-            count: self.count,
-            remaining,
-            retry_after_ticks: if remaining > 0 {
-                0
-            } else {
-                self.retry_after_ticks
-            },
-        }
+        window_status(limit, self.count, self.retry_after_ticks, self.too_late)
+    }
+}
+
+/// One window's status from its count and retry-after: nothing remains for a late caller,
+/// and the wait is for a caller with nothing left.
+fn window_status(window: Limit, count: u64, retry_after_ticks: u64, too_late: bool) -> Status {
+    let remaining = if too_late {
+        0
+    } else {
+        window.max_requests().saturating_sub(count)
+    };
+    Status {
+        count,
+        remaining,
+        retry_after_ticks: if remaining > 0 { 0 } else { retry_after_ticks },
     }
 }
 
@@ -71,10 +116,10 @@ impl Reply {
 pub(crate) const fn check_weight(limit: Limit, n: u64) -> Result<(), WeightError> {
     if n == 0 {
         Err(WeightError::Zero)
-    } else if n > limit.max_requests() {
+    } else if n > limit.max_weight() {
         Err(WeightError::ExceedsLimit {
             n,
-            max_requests: limit.max_requests(),
+            max_requests: limit.max_weight(),
         })
     } else {
         Ok(())

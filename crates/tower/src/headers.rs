@@ -8,7 +8,7 @@ use std::fmt::{self, Write as _};
 use std::time::Duration;
 
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
-use slidelimit::{Limit, Status};
+use slidelimit::{Limit, Status, WindowStatuses};
 
 /// The `RateLimit` field: the service limit left to the request's key.
 pub const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
@@ -178,6 +178,74 @@ impl RateLimitHeaders {
         }
     }
 
+    /// The fields for a decision on a key held to a limit of several windows, one list item
+    /// per window in both fields (the draft lets a field list several policies), narrowest
+    /// first: `"name-<w>s";q=<N>;w=<w>` and `"name-<w>s";r=<remaining>[;t=<seconds>]`, where
+    /// `<w>` is the window in whole seconds rounded up (the items are named `name-1`,
+    /// `name-2`, ... instead if two windows round to the same second). An item carries `t`
+    /// when its window has nothing left, and on a refusal the binding window's item always
+    /// does. `Retry-After` on refusals is the longest wait of all windows (when every window
+    /// has room again), as [`WindowStatuses::tightest`] reports it.
+    pub(crate) fn layered(
+        policy_name: &PolicyName,
+        limit: Limit,
+        statuses: &WindowStatuses,
+        admitted: bool,
+        tick: Duration,
+    ) -> Self {
+        let windows: Vec<(Limit, Status)> = limit.windows().zip(statuses.iter()).collect();
+        let window_secs: Vec<u64> = windows
+            .iter()
+            .map(|(window, _)| secs_ceil(window.window_ticks(), tick).max(1))
+            .collect();
+        let distinct = window_secs.windows(2).all(|pair| pair[0] != pair[1]);
+        let name = |index: usize| {
+            // The policy name's quotes stay outside the suffix: `"api-60s"`.
+            let bare = &policy_name.quoted[..policy_name.quoted.len() - 1];
+            if distinct {
+                format!("{bare}-{}s\"", window_secs[index])
+            } else {
+                format!("{bare}-{}\"", index + 1)
+            }
+        };
+        let tightest = statuses.tightest();
+        let binding = windows
+            .iter()
+            .position(|(_, status)| {
+                status.remaining == tightest.remaining
+                    && status.retry_after_ticks == tightest.retry_after_ticks
+            })
+            .unwrap_or(0);
+        let mut policy = String::new();
+        let mut ratelimit = String::new();
+        for (index, (window, status)) in windows.iter().enumerate() {
+            if index > 0 {
+                policy.push_str(", ");
+                ratelimit.push_str(", ");
+            }
+            let item = name(index);
+            // Writing to a String cannot fail.
+            let _ = write!(
+                policy,
+                "{item};q={};w={}",
+                sf_integer(window.max_requests()),
+                sf_integer(window_secs[index])
+            );
+            let _ = write!(ratelimit, "{item};r={}", sf_integer(status.remaining));
+            if status.remaining == 0 || (!admitted && index == binding) {
+                let reset = secs_ceil(status.retry_after_ticks, tick).max(1);
+                let _ = write!(ratelimit, ";t={}", sf_integer(reset));
+            }
+        }
+        let retry_after = (!admitted)
+            .then(|| HeaderValue::from(secs_ceil(tightest.retry_after_ticks, tick).max(1)));
+        Self {
+            policy: header_value(policy),
+            ratelimit: header_value(ratelimit),
+            retry_after,
+        }
+    }
+
     /// Adds the fields to `headers`. The two list fields are appended, so a response that
     /// already reports another policy (a second layer with its own name) keeps it: the draft
     /// lets a list span several field lines.
@@ -219,6 +287,65 @@ mod tests {
             headers.ratelimit.to_str().unwrap(),
             headers.retry_after.as_ref().map(|v| v.to_str().unwrap()),
         )
+    }
+
+    #[test]
+    fn a_layered_limit_sends_one_item_per_window() {
+        let limit = Limit::new(10, 1)
+            .unwrap()
+            .and(Limit::new(600, 3_600).unwrap())
+            .unwrap();
+        let statuses = WindowStatuses::from_windows([status(10, 0, 1), status(10, 590, 0)]);
+        let h = RateLimitHeaders::layered(
+            &PolicyName::new("api").unwrap(),
+            limit,
+            &statuses,
+            false,
+            Duration::from_secs(1),
+        );
+        assert_eq!(
+            fields(&h),
+            (
+                "\"api-1s\";q=10;w=1, \"api-3600s\";q=600;w=3600",
+                "\"api-1s\";r=0;t=1, \"api-3600s\";r=590",
+                Some("1")
+            )
+        );
+        // The hour binds: its wait is the one to report.
+        let statuses = WindowStatuses::from_windows([status(2, 8, 0), status(600, 0, 1_200)]);
+        let h = RateLimitHeaders::layered(
+            &PolicyName::default(),
+            limit,
+            &statuses,
+            false,
+            Duration::from_secs(1),
+        );
+        assert_eq!(
+            fields(&h).1,
+            "\"default-1s\";r=8, \"default-3600s\";r=0;t=1200"
+        );
+        assert_eq!(fields(&h).2, Some("1200"));
+        // Windows that round to the same second are numbered instead.
+        let close = Limit::new(1, 100)
+            .unwrap()
+            .and(Limit::new(3, 900).unwrap())
+            .unwrap();
+        let statuses = WindowStatuses::from_windows([status(0, 1, 0), status(0, 3, 0)]);
+        let h = RateLimitHeaders::layered(
+            &PolicyName::default(),
+            close,
+            &statuses,
+            true,
+            Duration::from_millis(1),
+        );
+        assert_eq!(
+            fields(&h),
+            (
+                "\"default-1\";q=1;w=1, \"default-2\";q=3;w=1",
+                "\"default-1\";r=1, \"default-2\";r=3",
+                None
+            )
+        );
     }
 
     #[test]

@@ -124,9 +124,22 @@ fn outcome<B>(config: &Config, answer: Answer, tick: std::time::Duration) -> Out
             admitted,
             limit,
             status,
+            windows,
         } => {
-            let headers = status
-                .map(|status| RateLimitHeaders::new(&config.policy, limit, status, admitted, tick));
+            let headers = match windows {
+                Some(windows) if limit.is_layered() && windows.len() == limit.window_count() => {
+                    Some(RateLimitHeaders::layered(
+                        &config.policy,
+                        limit,
+                        &windows,
+                        admitted,
+                        tick,
+                    ))
+                }
+                _ => status.map(|status| {
+                    RateLimitHeaders::new(&config.policy, limit, status, admitted, tick)
+                }),
+            };
             if admitted {
                 Outcome::Pass(headers.filter(|_| config.informational), Passed::ADMITTED)
             } else {

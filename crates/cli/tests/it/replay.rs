@@ -296,3 +296,49 @@ fn piped_runs_draw_no_progress_bar() {
         .success()
         .stderr("");
 }
+
+/// A limit of two windows (`2/10ms+3/100ms`) on one key: the calls that the narrow window
+/// lets through but the wide one refuses leave nothing behind, as the core's layered limits
+/// promise; the header names both windows and `--compare` leaves governor out.
+#[test]
+fn a_limit_of_two_windows_replays_all_or_nothing() {
+    let traces = Traces::new();
+    let trace = traces.write(
+        "layered.csv",
+        "timestamp,key\n20,k\n21,k\n22,k\n50,k\n115,k\n116,k\n121,k\n",
+    );
+    let json = json_of(slidelimit().arg("replay").arg(&trace).args([
+        "--limit",
+        "2/10ms+3/100ms",
+        "--json",
+    ]));
+    let total = &json["total"];
+    assert_eq!(
+        (total["admitted"].as_u64(), total["refused"].as_u64()),
+        (Some(4), Some(3)),
+        "{json}"
+    );
+    let out = stdout_of(slidelimit().arg("replay").arg(&trace).args([
+        "--limit",
+        "2/10ms+3/100ms",
+        "--compare",
+    ]));
+    assert!(
+        out.contains("limit 2/10ms (2 per 10 ticks of 1ms) + 3/100ms (3 per 100 ticks of 1ms)"),
+        "{out}"
+    );
+    assert!(out.contains("governor left out"), "{out}");
+}
+
+#[test]
+fn a_window_that_never_binds_is_a_usage_error() {
+    let traces = Traces::new();
+    let trace = traces.write("t.csv", ALICE_BOB_CSV);
+    slidelimit()
+        .arg("replay")
+        .arg(&trace)
+        .args(["--limit", "3/10ms+40/100ms"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("never bind"));
+}

@@ -144,3 +144,45 @@ fn several_limits_each_get_their_rows() {
     // Half a request per second admits less than five per second.
     assert!(rows[2]["admitted"].as_u64() < rows[0]["admitted"].as_u64());
 }
+
+/// A limit of two windows with buckets beside the exact log: every window is audited (a
+/// run that broke one would exit with a bug), and the narrow window refuses more than the
+/// wide one alone would.
+#[test]
+fn a_limit_of_two_windows_is_simulated_and_audited() {
+    let layered = simulate(&[
+        "--rate",
+        "400/s",
+        "--keys",
+        "20",
+        "--burst",
+        "3",
+        "--duration",
+        "20s",
+        "--limit",
+        "2/100ms+15/1s",
+        "--window",
+        "buckets:10",
+    ]);
+    let wide_only = simulate(&[
+        "--rate",
+        "400/s",
+        "--keys",
+        "20",
+        "--burst",
+        "3",
+        "--duration",
+        "20s",
+        "--limit",
+        "15/1s",
+        "--window",
+        "buckets:10",
+    ]);
+    let row = &layered["rows"][0];
+    assert_eq!(row["limit"], "2/100ms+15/1s");
+    assert!(row["peak_window"].as_u64().unwrap() <= 15);
+    assert!(
+        row["refused"].as_u64().unwrap() > wide_only["rows"][0]["refused"].as_u64().unwrap(),
+        "{layered} {wide_only}"
+    );
+}

@@ -152,6 +152,7 @@ impl<K: Hash + Eq + Clone> RefusalMemory<K> {
                 remaining: 0,
                 retry_after_ticks: duration_to_ticks(refusal.until - at, tick).max(1),
             }),
+            windows: None,
         })
     }
 
@@ -164,6 +165,7 @@ impl<K: Hash + Eq + Clone> RefusalMemory<K> {
             admitted: false,
             limit,
             status: Some(status),
+            ..
         } = answer
         else {
             return;
@@ -386,6 +388,7 @@ mod tests {
                 admitted,
                 limit: this.limiter.limit(),
                 status: Some(this.limiter.status(key, now)),
+                windows: None,
             })
         }
         fn tick(&self) -> Option<Duration> {

@@ -36,9 +36,7 @@
 use std::ops::Deref;
 
 use crate::limit::{Limit, MAX_WINDOWS};
-use crate::window::{
-    AtomicWindow, Retired, SequentialWindow, Status, WindowState, WindowStatuses,
-};
+use crate::window::{AtomicWindow, Retired, SequentialWindow, Status, WindowState, WindowStatuses};
 
 /// One window's admission in two steps, for a window of a layered limit under a lock.
 pub trait SequentialLayer: SequentialWindow {

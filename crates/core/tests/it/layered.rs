@@ -374,7 +374,11 @@ fn window_statuses_report_every_window_in_every_variant() {
         let context = format!("{} {}", limiter.name(), limiter.algorithm());
         let fresh = limiter.window_statuses(&0, 0);
         let remaining: Vec<u64> = fresh.iter().map(|status| status.remaining).collect();
-        assert_eq!(remaining, [2, 3], "{context}: a new key, each window's count");
+        assert_eq!(
+            remaining,
+            [2, 3],
+            "{context}: a new key, each window's count"
+        );
         assert!(limiter.check_and_hit(&0, 0));
         assert!(limiter.check_and_hit(&0, 1));
         let statuses = limiter.window_statuses(&0, 2);
@@ -383,7 +387,10 @@ fn window_statuses_report_every_window_in_every_variant() {
             .map(|status| (status.count, status.remaining))
             .collect();
         assert_eq!(counts, [(2, 0), (2, 1)], "{context}");
-        assert!(statuses.iter().next().unwrap().retry_after_ticks > 0, "{context}");
+        assert!(
+            statuses.iter().next().unwrap().retry_after_ticks > 0,
+            "{context}"
+        );
         assert_eq!(statuses.tightest(), limiter.status(&0, 2), "{context}");
     }
     let single = LockFreeLimiter::<u64>::new(crate::variants::limit(4, 10));

@@ -8,9 +8,13 @@
 --          microseconds), window, max, n, ttl_ms, lateness,
 --          and for 'take' the previous lease to give back: its score, its highest
 --          sequence number, how many of its members are unused (0: none), the key's
---          `born` stamp it was taken under
+--          `born` stamp it was taken under; then, for a limit of several windows, how many
+--          narrower windows it has and each one's (window, max), narrowest first ('take' is
+--          for single windows only)
 -- Returns  {granted, live count after, retry-after ticks, now, highest sequence number,
---          too-late flag, born stamp}
+--          too-late flag, born stamp}, then for a limit of several windows each window's
+--          {live count, retry-after ticks}, narrowest first, the widest last; the retry-after
+--          at index 3 is then the longest of them (when every window has room again)
 --
 -- A hit scored s is live at t when s > t - window, later hits included (they already
 -- happened). A call whose window reaches below the watermark (t - window < wm) is
@@ -28,6 +32,14 @@ else
 end
 local window, max, n = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local ttl, lateness = ARGV[6], tonumber(ARGV[7])
+-- The narrower windows of a layered limit: each admission must fit them too. The log keeps
+-- the newest `max` members (the widest window's count, the largest), which hold the newest
+-- members every narrower window counts.
+local narrower = {}
+for i = 1, tonumber(ARGV[12] or '0') do
+  narrower[i] = {tonumber(ARGV[11 + 2 * i]), tonumber(ARGV[12 + 2 * i])}
+end
+local layered = #narrower > 0
 
 -- Integers are exact in Lua's doubles below 2^53; print them without an exponent.
 local function num(x) return string.format('%.0f', x) end
@@ -62,7 +74,8 @@ local too_late = floor < wm
 -- caller, however late: the `max` hits from that one on stay live before `bu` and stay
 -- present (a removal by rank keeps the newest `max`; one by score that reached them would
 -- have raised the watermark past the caller's window). Refusing reads only the hash.
-if op == 'check' and n == 1 and not too_late and state[2] and now < tonumber(state[2]) then
+if op == 'check' and n == 1 and not layered and not too_late and state[2]
+    and now < tonumber(state[2]) then
   return {0, max, tonumber(state[2]) - now, now, 0, 0, 0}
 end
 
@@ -74,6 +87,41 @@ local function retry_for(need)
   if k <= 0 then return 0 end
   local m = redis.call('ZRANGEBYSCORE', log, '(' .. num(floor), '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
   return tonumber(m[2]) + window - now
+end
+
+-- A layered limit's windows: each narrower window's live count and retry for `need`, and
+-- the widest window's, as {live, retry} pairs; `fits` says whether `need` fits them all.
+local function in_window(w, m, need)
+  local lv = redis.call('ZCOUNT', log, '(' .. num(now - w), '+inf')
+  local k = lv + need - m
+  if k <= 0 then return lv, 0 end
+  local hit = redis.call('ZRANGEBYSCORE', log, '(' .. num(now - w), '+inf', 'WITHSCORES', 'LIMIT', k - 1, 1)
+  return lv, tonumber(hit[2]) + w - now
+end
+
+local function windows_for(need)
+  local pairs_, fits, longest = {}, true, 0
+  for i = 1, #narrower do
+    local lv, retry = in_window(narrower[i][1], narrower[i][2], need)
+    pairs_[#pairs_ + 1] = lv
+    pairs_[#pairs_ + 1] = retry
+    if lv + need > narrower[i][2] then fits = false end
+    if retry > longest then longest = retry end
+  end
+  local retry = retry_for(need)
+  pairs_[#pairs_ + 1] = live
+  pairs_[#pairs_ + 1] = retry
+  if live + need > max then fits = false end
+  if retry > longest then longest = retry end
+  return pairs_, fits, longest
+end
+
+-- A reply, with the windows' pairs of a layered limit after the seven fields.
+local function reply(fields, pairs_)
+  if layered then
+    for i = 1, #pairs_ do fields[#fields + 1] = pairs_[i] end
+  end
+  return fields
 end
 
 local function record(count)
@@ -105,6 +153,33 @@ local function tidy()
   end
   redis.call('PEXPIRE', log, ttl)
   redis.call('PEXPIRE', meta, ttl)
+end
+
+if layered then
+  -- A limit of several windows: 'check' admits all or nothing against every window.
+  if op == 'take' then return redis.error_reply('a lease takes a single window') end
+  local windows, fits, retry = windows_for(op == 'check' and n or 1)
+  if op == 'check' then
+    if too_late then return reply({0, live, 0, now, 0, 1, 0}, windows) end
+    if not fits then return reply({0, live, retry, now, 0, 0, 0}, windows) end
+    local hi = record(n)
+    keep_newest()
+    tidy()
+    live = live + n
+    windows, fits, retry = windows_for(1)
+    return reply({n, live, retry, now, hi, 0, 0}, windows)
+  elseif op == 'hit' then
+    if now <= wm then return reply({0, live, 0, now, 0, 1, 0}, windows) end
+    local hi = record(n)
+    keep_newest()
+    tidy()
+    live = redis.call('ZCOUNT', log, '(' .. num(floor), '+inf')
+    windows, fits, retry = windows_for(1)
+    return reply({n, live, 0, now, hi, 0, 0}, windows)
+  else
+    if too_late then return reply({0, live, 0, now, 0, 1, 0}, windows) end
+    return reply({0, live, retry, now, 0, 0, 0}, windows)
+  end
 end
 
 if op == 'check' or op == 'take' then

@@ -59,6 +59,7 @@ impl Decide<String> for Recording {
                         admitted: decision.admitted,
                         limit: this.limiter.limit(),
                         status: Some(decision.status),
+                        windows: Some(decision.windows),
                     }
                 }
                 Err(_) => Answer::Undecided {

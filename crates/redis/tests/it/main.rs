@@ -12,6 +12,7 @@ mod buckets;
 mod cluster;
 mod exact;
 mod failure;
+mod layered;
 mod lease;
 #[cfg(feature = "metrics")]
 mod metrics;
