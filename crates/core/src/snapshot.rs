@@ -75,6 +75,15 @@
 //! have admitted in its newest window, a key listed twice). Memory stays bounded by the input:
 //! postcard and serde_json allocate for what the bytes hold, not for what a length prefix
 //! claims.
+//!
+//! # Limits of several windows
+//! A key of a limit of several windows ([`Limit::and`]) saves one state: its widest window's,
+//! which holds every hit the narrower windows hold (see [`crate::window::layers`]). The
+//! snapshot records that widest window as the key's limit; a restore rebuilds every window of
+//! the restoring limiter's limit from the state, each converted to its own window and count,
+//! so the narrower windows come back holding what they held (or less: only ever refusing
+//! more). The narrower windows themselves are not recorded, and [`Conversion::Exact`]
+//! compares the widest window only: a restore never needs them to be safe.
 
 use std::collections::HashSet;
 use std::fmt;

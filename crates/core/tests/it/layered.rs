@@ -399,3 +399,48 @@ fn window_statuses_report_every_window_in_every_variant() {
     assert_eq!(statuses.len(), 1);
     assert_eq!(statuses.tightest(), single.status(&0, 1));
 }
+
+#[test]
+fn a_snapshot_restores_every_window_from_the_widest_state() {
+    use slidelimit::{Conversion, SavedState, Snapshot};
+    let limit = layered(&[(2, 10), (3, 100)]);
+    let before = LockFreeLimiter::<u64>::new(limit);
+    for now in [0, 1, 50] {
+        assert!(before.check_and_hit(&7, now));
+    }
+    let json = before.snapshot(52).to_json().unwrap();
+    let snapshot = Snapshot::<u64>::from_json(&json).unwrap();
+    assert_eq!(snapshot.default_limit, (3, 100), "the widest window is recorded");
+    let single = limit.widest();
+    for after in [
+        Box::new(LockFreeLimiter::<u64>::new(limit)) as Box<dyn SavedStateLimiter>,
+        Box::new(MutexLimiter::<u64>::new(limit)),
+    ] {
+        after.restore_dyn(&snapshot, 52);
+        assert!(!after.check_and_hit_dyn(53), "the wide window holds 0, 1, 50");
+        assert!(after.check_and_hit_dyn(100), "0 left it; the narrow one is empty");
+        assert!(!after.check_and_hit_dyn(100), "1, 50, 100 fill the wide window");
+    }
+    // Into a limiter with only the widest window, the same state: its own limit applies.
+    let widest_only = LockFreeLimiter::<u64>::new(single);
+    widest_only
+        .restore(&snapshot, 52, Conversion::Exact)
+        .unwrap();
+    assert!(!widest_only.check_and_hit(&7, 53));
+}
+
+/// The two calls the snapshot test makes, on any limiter (the trait is not object safe).
+trait SavedStateLimiter {
+    fn restore_dyn(&self, snapshot: &slidelimit::Snapshot<u64>, now: u64);
+    fn check_and_hit_dyn(&self, now: u64) -> bool;
+}
+
+impl<L: slidelimit::SavedState<u64> + RateLimiter<u64>> SavedStateLimiter for L {
+    fn restore_dyn(&self, snapshot: &slidelimit::Snapshot<u64>, now: u64) {
+        self.restore(snapshot, now, slidelimit::Conversion::Exact)
+            .expect("the same limit restores exactly");
+    }
+    fn check_and_hit_dyn(&self, now: u64) -> bool {
+        self.check_and_hit(&7, now)
+    }
+}
