@@ -23,7 +23,7 @@
 //!   path: [`Layers::One`] calls the window directly.
 //! - **Removal and limit changes** act on the widest window only: it holds every hit the
 //!   others hold (every admission reserves in it, `hit` records in it), so its state is the
-//!   key's state ([`WindowState`](crate::window::WindowState)); the narrower windows are
+//!   key's state ([`WindowState`]); the narrower windows are
 //!   rebuilt from it. A sweeper seals the widest window, after checking that the others are
 //!   idle too; the widest reserves last, so a call that meets its seal undoes the narrower
 //!   reservations and looks the key up again, and an admission that beat the seal made the
@@ -50,25 +50,6 @@ pub trait SequentialLayer: SequentialWindow {
     fn undo(&mut self, taken: Self::Taken);
 }
 
-impl<W> ManyLayers<W> {
-    /// Window `index` of `count`: the narrower ones, then the widest.
-    fn window_mut(&mut self, index: usize) -> &mut W {
-        if index == self.narrower.len() {
-            &mut self.widest
-        } else {
-            &mut self.narrower[index]
-        }
-    }
-
-    fn window(&self, index: usize) -> &W {
-        if index == self.narrower.len() {
-            &self.widest
-        } else {
-            &self.narrower[index]
-        }
-    }
-}
-
 /// [`SequentialLayer`] for a window shared between threads.
 pub trait AtomicLayer: AtomicWindow {
     /// What [`AtomicLayer::undo`] and [`AtomicLayer::commit`] need.
@@ -92,19 +73,9 @@ pub trait AtomicLayer: AtomicWindow {
 pub enum Layers<W> {
     /// A limit of one window: every operation goes straight to it.
     One(W),
-    /// A limit of several windows.
-    Many(Box<ManyLayers<W>>),
-}
-
-/// The windows of a layered limit.
-#[derive(Debug)]
-pub struct ManyLayers<W> {
-    /// The limit, all windows.
-    limit: Limit,
-    /// The narrower windows, narrowest first.
-    narrower: Vec<W>,
-    /// The widest window: the key's state, and the one a sweeper seals.
-    widest: W,
+    /// A limit of several windows, narrowest first; the widest, last, is the key's state and
+    /// the one a sweeper seals. One allocation, read through one pointer.
+    Many(Box<[W]>),
 }
 
 impl<W> Layers<W> {
@@ -113,17 +84,7 @@ impl<W> Layers<W> {
         if !limit.is_layered() {
             return Self::One(build(limit));
         }
-        let count = limit.window_count();
-        let mut narrower = Vec::with_capacity(count - 1);
-        for window in limit.windows().take(count - 1) {
-            narrower.push(build(window));
-        }
-        let widest = build(limit.widest());
-        Self::Many(Box::new(ManyLayers {
-            limit,
-            narrower,
-            widest,
-        }))
+        Self::Many(limit.windows().map(build).collect())
     }
 
     /// The widest window (the only one, for a single-window limit).
@@ -132,25 +93,23 @@ impl<W> Layers<W> {
     pub fn widest(&self) -> &W {
         match self {
             Self::One(window) => window,
-            Self::Many(many) => &many.widest,
+            Self::Many(many) => &many[many.len() - 1],
         }
     }
 
     /// Every window, narrowest first.
-    pub fn windows(&self) -> impl Iterator<Item = &W> {
-        let (narrower, widest): (&[W], &W) = match self {
-            Self::One(window) => (&[], window),
-            Self::Many(many) => (&many.narrower, &many.widest),
-        };
-        narrower.iter().chain(std::iter::once(widest))
+    pub fn windows(&self) -> &[W] {
+        match self {
+            Self::One(window) => std::slice::from_ref(window),
+            Self::Many(many) => many,
+        }
     }
 
-    fn windows_mut(&mut self) -> impl Iterator<Item = &mut W> {
-        let (narrower, widest): (&mut [W], &mut W) = match self {
-            Self::One(window) => (&mut [], window),
-            Self::Many(many) => (&mut many.narrower, &mut many.widest),
-        };
-        narrower.iter_mut().chain(std::iter::once(widest))
+    fn windows_mut(&mut self) -> &mut [W] {
+        match self {
+            Self::One(window) => std::slice::from_mut(window),
+            Self::Many(many) => many,
+        }
     }
 }
 
@@ -160,6 +119,17 @@ impl<W> Deref for Layers<W> {
     fn deref(&self) -> &W {
         self.widest()
     }
+}
+
+/// The limit whose windows are `windows` (each a valid single window, in the order a valid
+/// limit lists them, so they join again).
+fn limit_of(mut windows: impl Iterator<Item = Limit>) -> Limit {
+    let first = windows.next().expect("a layered limit has windows");
+    windows.fold(first, |limit, window| {
+        limit
+            .and(window)
+            .expect("the windows of a valid limit join again")
+    })
 }
 
 /// One step of [`all_or_nothing`], run by the caller on its windows (index `count - 1` is
@@ -207,19 +177,10 @@ fn all_or_nothing<T: Copy>(
     Ok(true)
 }
 
-impl<W: SequentialLayer> Layers<W> {
-    /// Every window's status at `now` for weight `n`, narrowest first.
-    pub fn statuses(&self, now: u64, n: u64) -> Vec<Status> {
-        self.windows()
-            .map(|window| window.status_n(now, n))
-            .collect()
-    }
-}
-
 impl<W: SequentialLayer> SequentialWindow for Layers<W> {
     #[inline]
     fn hit_n(&mut self, now: u64, n: u64) {
-        for window in self.windows_mut() {
+        for window in self.windows_mut().iter_mut() {
             window.hit_n(now, n);
         }
     }
@@ -230,21 +191,20 @@ impl<W: SequentialLayer> SequentialWindow for Layers<W> {
             Self::One(window) => return window.check_and_hit_n(now, n),
             Self::Many(many) => many,
         };
-        let count = many.narrower.len() + 1;
-        let answer = all_or_nothing(count, |step| {
+        let answer = all_or_nothing(many.len(), |step| {
             Ok(match step {
                 Step::Reserve(index) if index >= MAX_WINDOWS => {
                     // The widest-only mutant asks a narrower window without reserving.
-                    let _ = many.window(usize::MAX - index).allowed_n(now, n);
+                    let _ = many[usize::MAX - index].allowed_n(now, n);
                     None
                 }
-                Step::Reserve(index) => many.window_mut(index).reserve(now, n),
+                Step::Reserve(index) => many[index].reserve(now, n),
                 Step::Commit(index, taken) => {
-                    many.window_mut(index).commit(taken);
+                    many[index].commit(taken);
                     None
                 }
                 Step::Undo(index, taken) => {
-                    many.window_mut(index).undo(taken);
+                    many[index].undo(taken);
                     None
                 }
             })
@@ -256,7 +216,7 @@ impl<W: SequentialLayer> SequentialWindow for Layers<W> {
     }
 
     fn allowed_n(&self, now: u64, n: u64) -> bool {
-        self.windows().all(|window| window.allowed_n(now, n))
+        self.windows().iter().all(|window| window.allowed_n(now, n))
     }
 
     fn status_n(&self, now: u64, n: u64) -> Status {
@@ -267,13 +227,13 @@ impl<W: SequentialLayer> SequentialWindow for Layers<W> {
     }
 
     fn window_statuses(&self, now: u64, n: u64) -> WindowStatuses {
-        WindowStatuses::from_windows(self.windows().map(|window| window.status_n(now, n)))
+        WindowStatuses::from_windows(self.windows().iter().map(|window| window.status_n(now, n)))
     }
 
     fn limit(&self) -> Limit {
         match self {
             Self::One(window) => window.limit(),
-            Self::Many(many) => many.limit,
+            Self::Many(many) => limit_of(many.iter().map(SequentialWindow::limit)),
         }
     }
 
@@ -283,25 +243,16 @@ impl<W: SequentialLayer> SequentialWindow for Layers<W> {
 
     fn idle_from(&self) -> u64 {
         self.windows()
+            .iter()
             .map(SequentialWindow::idle_from)
             .max()
             .unwrap_or(0)
     }
 
     fn is_idle_by(&self, horizon: u64) -> bool {
-        self.windows().all(|window| window.is_idle_by(horizon))
-    }
-}
-
-impl<W: AtomicLayer> Layers<W> {
-    /// Every window's status at `now` for weight `n`, narrowest first.
-    ///
-    /// # Errors
-    /// [`Retired`]: the key's window is sealed.
-    pub fn atomic_statuses(&self, now: u64, n: u64) -> Result<Vec<Status>, Retired> {
         self.windows()
-            .map(|window| window.status_n(now, n))
-            .collect()
+            .iter()
+            .all(|window| window.is_idle_by(horizon))
     }
 }
 
@@ -323,21 +274,18 @@ impl<W: AtomicLayer> AtomicWindow for Layers<W> {
             Self::One(window) => return window.check_and_hit_n(now, n),
             Self::Many(many) => many,
         };
-        let count = many.narrower.len() + 1;
-        all_or_nothing(count, |step| match step {
+        all_or_nothing(many.len(), |step| match step {
             Step::Reserve(index) if index >= MAX_WINDOWS => {
                 // The widest-only mutant asks a narrower window without reserving.
-                many.window(usize::MAX - index)
-                    .allowed_n(now, n)
-                    .map(|_| None)
+                many[usize::MAX - index].allowed_n(now, n).map(|_| None)
             }
-            Step::Reserve(index) => many.window(index).reserve(now, n),
+            Step::Reserve(index) => many[index].reserve(now, n),
             Step::Commit(index, taken) => {
-                many.window(index).commit(taken);
+                many[index].commit(taken);
                 Ok(None)
             }
             Step::Undo(index, taken) => {
-                many.window(index).undo(taken);
+                many[index].undo(taken);
                 Ok(None)
             }
         })
@@ -371,7 +319,7 @@ impl<W: AtomicLayer> AtomicWindow for Layers<W> {
     fn limit(&self) -> Limit {
         match self {
             Self::One(window) => window.limit(),
-            Self::Many(many) => many.limit,
+            Self::Many(many) => limit_of(many.iter().map(AtomicWindow::limit)),
         }
     }
 
@@ -390,15 +338,16 @@ impl<W: AtomicLayer> AtomicWindow for Layers<W> {
         // The narrower windows first: a hit they hold that is still live for the horizon
         // keeps the key. One that lands after this look reserves in the widest too, and
         // either beats the seal (which then fails) or meets it and is undone.
+        let (widest, narrower) = many.split_last().expect("a layered limit has windows");
         let mut fresh_from = 0;
-        for window in &many.narrower {
+        for window in narrower {
             let window_fresh_from = window.fresh_from();
             if window_fresh_from > horizon {
                 return None;
             }
             fresh_from = fresh_from.max(window_fresh_from);
         }
-        many.widest
+        widest
             .try_seal(horizon)
             .map(|widest_fresh_from| widest_fresh_from.max(fresh_from))
     }

@@ -410,16 +410,29 @@ fn a_snapshot_restores_every_window_from_the_widest_state() {
     }
     let json = before.snapshot(52).to_json().unwrap();
     let snapshot = Snapshot::<u64>::from_json(&json).unwrap();
-    assert_eq!(snapshot.default_limit, (3, 100), "the widest window is recorded");
+    assert_eq!(
+        snapshot.default_limit,
+        (3, 100),
+        "the widest window is recorded"
+    );
     let single = limit.widest();
     for after in [
         Box::new(LockFreeLimiter::<u64>::new(limit)) as Box<dyn SavedStateLimiter>,
         Box::new(MutexLimiter::<u64>::new(limit)),
     ] {
         after.restore_dyn(&snapshot, 52);
-        assert!(!after.check_and_hit_dyn(53), "the wide window holds 0, 1, 50");
-        assert!(after.check_and_hit_dyn(100), "0 left it; the narrow one is empty");
-        assert!(!after.check_and_hit_dyn(100), "1, 50, 100 fill the wide window");
+        assert!(
+            !after.check_and_hit_dyn(53),
+            "the wide window holds 0, 1, 50"
+        );
+        assert!(
+            after.check_and_hit_dyn(100),
+            "0 left it; the narrow one is empty"
+        );
+        assert!(
+            !after.check_and_hit_dyn(100),
+            "1, 50, 100 fill the wide window"
+        );
     }
     // Into a limiter with only the widest window, the same state: its own limit applies.
     let widest_only = LockFreeLimiter::<u64>::new(single);
