@@ -132,6 +132,58 @@ fn limit_of(mut windows: impl Iterator<Item = Limit>) -> Limit {
     })
 }
 
+/// The layered decision of the sequential form, out of line so that a single window's call
+/// stays small enough to inline into the limiters.
+#[inline(never)]
+fn check_and_hit_many<W: SequentialLayer>(many: &mut [W], now: u64, n: u64) -> bool {
+    let answer = all_or_nothing(many.len(), |step| {
+        Ok(match step {
+            Step::Reserve(index) if index >= MAX_WINDOWS => {
+                // The widest-only mutant asks a narrower window without reserving.
+                let _ = many[usize::MAX - index].allowed_n(now, n);
+                None
+            }
+            Step::Reserve(index) => many[index].reserve(now, n),
+            Step::Commit(index, taken) => {
+                many[index].commit(taken);
+                None
+            }
+            Step::Undo(index, taken) => {
+                many[index].undo(taken);
+                None
+            }
+        })
+    });
+    match answer {
+        Ok(admitted) => admitted,
+        Err(Retired) => unreachable!("a sequential window is never sealed"),
+    }
+}
+
+/// The layered decision of the atomic form, out of line (see [`check_and_hit_many`]).
+#[inline(never)]
+fn check_and_hit_many_atomic<W: AtomicLayer>(
+    many: &[W],
+    now: u64,
+    n: u64,
+) -> Result<bool, Retired> {
+    all_or_nothing(many.len(), |step| match step {
+        Step::Reserve(index) if index >= MAX_WINDOWS => {
+            // The widest-only mutant asks a narrower window without reserving.
+            many[usize::MAX - index].allowed_n(now, n).map(|_| None)
+        }
+        Step::Reserve(index) => many[index].reserve(now, n),
+        Step::Commit(index, taken) => {
+            many[index].commit(taken);
+            Ok(None)
+        }
+        Step::Undo(index, taken) => {
+            many[index].undo(taken);
+            Ok(None)
+        }
+    })
+}
+
 /// One step of [`all_or_nothing`], run by the caller on its windows (index `count - 1` is
 /// the widest).
 enum Step<T> {
@@ -187,31 +239,9 @@ impl<W: SequentialLayer> SequentialWindow for Layers<W> {
 
     #[inline]
     fn check_and_hit_n(&mut self, now: u64, n: u64) -> bool {
-        let many = match self {
-            Self::One(window) => return window.check_and_hit_n(now, n),
-            Self::Many(many) => many,
-        };
-        let answer = all_or_nothing(many.len(), |step| {
-            Ok(match step {
-                Step::Reserve(index) if index >= MAX_WINDOWS => {
-                    // The widest-only mutant asks a narrower window without reserving.
-                    let _ = many[usize::MAX - index].allowed_n(now, n);
-                    None
-                }
-                Step::Reserve(index) => many[index].reserve(now, n),
-                Step::Commit(index, taken) => {
-                    many[index].commit(taken);
-                    None
-                }
-                Step::Undo(index, taken) => {
-                    many[index].undo(taken);
-                    None
-                }
-            })
-        });
-        match answer {
-            Ok(admitted) => admitted,
-            Err(Retired) => unreachable!("a sequential window is never sealed"),
+        match self {
+            Self::One(window) => window.check_and_hit_n(now, n),
+            Self::Many(many) => check_and_hit_many(many, now, n),
         }
     }
 
@@ -270,25 +300,10 @@ impl<W: AtomicLayer> AtomicWindow for Layers<W> {
 
     #[inline]
     fn check_and_hit_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
-        let many = match self {
-            Self::One(window) => return window.check_and_hit_n(now, n),
-            Self::Many(many) => many,
-        };
-        all_or_nothing(many.len(), |step| match step {
-            Step::Reserve(index) if index >= MAX_WINDOWS => {
-                // The widest-only mutant asks a narrower window without reserving.
-                many[usize::MAX - index].allowed_n(now, n).map(|_| None)
-            }
-            Step::Reserve(index) => many[index].reserve(now, n),
-            Step::Commit(index, taken) => {
-                many[index].commit(taken);
-                Ok(None)
-            }
-            Step::Undo(index, taken) => {
-                many[index].undo(taken);
-                Ok(None)
-            }
-        })
+        match self {
+            Self::One(window) => window.check_and_hit_n(now, n),
+            Self::Many(many) => check_and_hit_many_atomic(many, now, n),
+        }
     }
 
     fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired> {

@@ -115,7 +115,29 @@ fn try_slot<C: RingCells>(cells: &mut C, index: usize, expired_at_most: u64, now
 
 #[inline]
 pub(super) fn check_and_hit<C: RingCells>(cells: &mut C, now: u64) -> Result<bool, Retired> {
-    reserve::<C, true>(cells, now).map(|taken| taken.is_some())
+    reserve::<C, true, ()>(cells, now).map(|taken| taken.is_some())
+}
+
+/// What an admission reports: nothing (`()`: a plain `check_and_hit`, whose probe then
+/// returns a flag, as cheap as before layered limits) or the slot it took ([`RingTaken`]).
+pub(super) trait Admission: Copy {
+    fn at(index: usize, replaced: u64, written: u64) -> Self;
+}
+
+impl Admission for () {
+    #[inline(always)]
+    fn at(_index: usize, _replaced: u64, _written: u64) -> Self {}
+}
+
+impl Admission for RingTaken {
+    #[inline(always)]
+    fn at(index: usize, replaced: u64, written: u64) -> Self {
+        Self {
+            index,
+            replaced,
+            written,
+        }
+    }
 }
 
 /// An admission of a ring that is one window of several ([`crate::window::layers`]), as
@@ -130,15 +152,15 @@ pub struct RingTaken {
 /// [`check_and_hit`] that says which slot it took. `RESORTS`: whether the admission may
 /// re-sort the ring; a ring whose admissions may be undone never re-sorts (see [`undo`]).
 #[inline]
-pub(super) fn reserve<C: RingCells, const RESORTS: bool>(
+pub(super) fn reserve<C: RingCells, const RESORTS: bool, A: Admission>(
     cells: &mut C,
     now: u64,
-) -> Result<Option<RingTaken>, Retired> {
+) -> Result<Option<A>, Retired> {
     let now = now.min(MAX_TICK);
     if now < cells.blocked_until() {
         return Ok(None);
     }
-    probe_and_admit::<C, RESORTS>(cells, now)
+    probe_and_admit::<C, RESORTS, A>(cells, now)
 }
 
 /// Takes back an admission [`reserve`] made (without re-sorting) in a ring that nobody
@@ -162,22 +184,18 @@ pub(super) fn undo<C: RingCells>(cells: &mut C, taken: RingTaken) {
     let _ = cells.replace_slot(taken.index, current, taken.replaced);
 }
 
-fn probe_and_admit<C: RingCells, const RESORTS: bool>(
+fn probe_and_admit<C: RingCells, const RESORTS: bool, A: Admission>(
     cells: &mut C,
     now: u64,
-) -> Result<Option<RingTaken>, Retired> {
+) -> Result<Option<A>, Retired> {
     let written = encode(now);
-    let taken = |index: usize, replaced: u64| RingTaken {
-        index,
-        replaced,
-        written,
-    };
+    let taken = |index: usize, replaced: u64| A::at(index, replaced, written);
     let capacity = cells.capacity();
     let expired_at_most = expired_at_most(cells.window_ticks(), now);
     loop {
         let start = cells.cursor();
         if let Some(oldest_at) = cells.known_order() {
-            return Ok(check_and_hit_in_order::<C, RESORTS>(
+            return Ok(check_and_hit_in_order::<C, RESORTS, A>(
                 cells,
                 now,
                 start,
@@ -260,13 +278,13 @@ fn probe_whole_ring<C: RingCells, const RESORTS: bool>(
 /// the cursor up to `oldest_at` hold the newest hits, ascending, so if the cursor's slot is
 /// live the full probe would pass all of them and stop at `oldest_at` (or refuse there). Two
 /// reads, the same slot and the same displacement as the full probe.
-fn check_and_hit_in_order<C: RingCells, const RESORTS: bool>(
+fn check_and_hit_in_order<C: RingCells, const RESORTS: bool, A: Admission>(
     cells: &mut C,
     now: u64,
     start: usize,
     oldest_at: usize,
     expired_at_most: u64,
-) -> Option<RingTaken> {
+) -> Option<A> {
     let mut index = start;
     let mut value = probe(cells, start);
     if value > expired_at_most && start != oldest_at {
@@ -283,11 +301,7 @@ fn check_and_hit_in_order<C: RingCells, const RESORTS: bool>(
     let replaced = cells.replace_slot(index, value, written);
     debug_assert!(replaced.is_ok(), "only the atomic form's CAS can fail");
     after_admission::<C, RESORTS>(cells, start, index);
-    Some(RingTaken {
-        index,
-        replaced: value,
-        written,
-    })
+    Some(A::at(index, value, written))
 }
 
 pub(super) fn hit<C: RingCells>(cells: &mut C, now: u64) -> Result<(), Retired> {

@@ -447,7 +447,7 @@ impl AtomicLayer for AtomicRing {
     fn reserve(&self, now: u64, n: u64) -> Result<Option<RingTaken>, Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
         // Never re-sorted: an undo trusts the slot it reserved (see `undo`).
-        reserve::<_, false>(&mut AtomicCells::of(self), now)
+        reserve::<_, false, RingTaken>(&mut AtomicCells::of(self), now)
     }
     fn commit(&self, _taken: RingTaken) {}
     fn undo(&self, taken: RingTaken) {

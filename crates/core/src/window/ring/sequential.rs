@@ -237,7 +237,7 @@ impl SequentialLayer for SequentialRing {
     fn reserve(&mut self, now: u64, n: u64) -> Option<RingTaken> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
         // Never re-sorted: an undo trusts the slot it reserved (see `undo`).
-        never_sealed(reserve::<_, false>(self, now))
+        never_sealed(reserve::<_, false, RingTaken>(self, now))
     }
     fn commit(&mut self, _taken: RingTaken) {}
     fn undo(&mut self, taken: RingTaken) {
