@@ -132,29 +132,91 @@ fn limit_of(mut windows: impl Iterator<Item = Limit>) -> Limit {
     })
 }
 
+/// One window as the layered decision uses it: the sequential form through `&mut`, the
+/// atomic form through `&`.
+trait LayerHandle {
+    type Taken: Copy;
+    fn reserve(&mut self, now: u64, n: u64) -> Result<Option<Self::Taken>, Retired>;
+    /// Only the widest-only mutant asks without reserving.
+    fn ask(&mut self, now: u64, n: u64) -> Result<bool, Retired>;
+    fn commit(&mut self, taken: Self::Taken);
+    fn undo(&mut self, taken: Self::Taken);
+}
+
+impl<W: SequentialLayer> LayerHandle for &mut W {
+    type Taken = W::Taken;
+    #[inline]
+    fn reserve(&mut self, now: u64, n: u64) -> Result<Option<W::Taken>, Retired> {
+        Ok(SequentialLayer::reserve(&mut **self, now, n))
+    }
+    fn ask(&mut self, now: u64, n: u64) -> Result<bool, Retired> {
+        Ok(SequentialWindow::allowed_n(&**self, now, n))
+    }
+    #[inline]
+    fn commit(&mut self, taken: W::Taken) {
+        SequentialLayer::commit(&mut **self, taken);
+    }
+    fn undo(&mut self, taken: W::Taken) {
+        SequentialLayer::undo(&mut **self, taken);
+    }
+}
+
+impl<W: AtomicLayer> LayerHandle for &W {
+    type Taken = W::Taken;
+    #[inline]
+    fn reserve(&mut self, now: u64, n: u64) -> Result<Option<W::Taken>, Retired> {
+        AtomicLayer::reserve(*self, now, n)
+    }
+    fn ask(&mut self, now: u64, n: u64) -> Result<bool, Retired> {
+        AtomicWindow::allowed_n(*self, now, n)
+    }
+    #[inline]
+    fn commit(&mut self, taken: W::Taken) {
+        AtomicLayer::commit(*self, taken);
+    }
+    fn undo(&mut self, taken: W::Taken) {
+        AtomicLayer::undo(*self, taken);
+    }
+}
+
+/// The layered decision, written once for both forms: reserve in the first window, then
+/// decide the rest the same way; commit once they admit, undo if they refuse (or meet a
+/// seal). The windows come narrowest first, so the widest reserves last and the undos run
+/// in reverse order.
+fn all_or_nothing<H: LayerHandle>(
+    mut windows: impl ExactSizeIterator<Item = H>,
+    now: u64,
+    n: u64,
+) -> Result<bool, Retired> {
+    let Some(mut window) = windows.next() else {
+        return Ok(true);
+    };
+    if cfg!(slidelimit_loom_mutant = "layers_widest_only") && windows.len() > 0 {
+        // Deliberately broken: the narrower windows are only asked, never reserved in, so
+        // two calls can both see the last room of a narrower window.
+        return if window.ask(now, n)? {
+            all_or_nothing(windows, now, n)
+        } else {
+            Ok(false)
+        };
+    }
+    let Some(taken) = window.reserve(now, n)? else {
+        return Ok(false);
+    };
+    let rest = all_or_nothing(windows, now, n);
+    if rest == Ok(true) {
+        window.commit(taken);
+    } else {
+        window.undo(taken);
+    }
+    rest
+}
+
 /// The layered decision of the sequential form, out of line so that a single window's call
 /// stays small enough to inline into the limiters.
 #[inline(never)]
 fn check_and_hit_many<W: SequentialLayer>(many: &mut [W], now: u64, n: u64) -> bool {
-    let answer = all_or_nothing(many.len(), |step| {
-        Ok(match step {
-            Step::Reserve(index) if index >= MAX_WINDOWS => {
-                // The widest-only mutant asks a narrower window without reserving.
-                let _ = many[usize::MAX - index].allowed_n(now, n);
-                None
-            }
-            Step::Reserve(index) => many[index].reserve(now, n),
-            Step::Commit(index, taken) => {
-                many[index].commit(taken);
-                None
-            }
-            Step::Undo(index, taken) => {
-                many[index].undo(taken);
-                None
-            }
-        })
-    });
-    match answer {
+    match all_or_nothing(many.iter_mut(), now, n) {
         Ok(admitted) => admitted,
         Err(Retired) => unreachable!("a sequential window is never sealed"),
     }
@@ -167,66 +229,7 @@ fn check_and_hit_many_atomic<W: AtomicLayer>(
     now: u64,
     n: u64,
 ) -> Result<bool, Retired> {
-    all_or_nothing(many.len(), |step| match step {
-        Step::Reserve(index) if index >= MAX_WINDOWS => {
-            // The widest-only mutant asks a narrower window without reserving.
-            many[usize::MAX - index].allowed_n(now, n).map(|_| None)
-        }
-        Step::Reserve(index) => many[index].reserve(now, n),
-        Step::Commit(index, taken) => {
-            many[index].commit(taken);
-            Ok(None)
-        }
-        Step::Undo(index, taken) => {
-            many[index].undo(taken);
-            Ok(None)
-        }
-    })
-}
-
-/// One step of [`all_or_nothing`], run by the caller on its windows (index `count - 1` is
-/// the widest).
-enum Step<T> {
-    Reserve(usize),
-    Commit(usize, T),
-    Undo(usize, T),
-}
-
-/// The layered decision, written once for both forms: reserve in every window in order, undo
-/// on the first refusal (or seal), commit once all hold a reservation.
-#[inline]
-fn all_or_nothing<T: Copy>(
-    count: usize,
-    mut step: impl FnMut(Step<T>) -> Result<Option<T>, Retired>,
-) -> Result<bool, Retired> {
-    let mut taken: [Option<T>; MAX_WINDOWS] = [None; MAX_WINDOWS];
-    for index in 0..count {
-        let reserved = if cfg!(slidelimit_loom_mutant = "layers_widest_only") && index + 1 < count {
-            // Deliberately broken: the narrower windows are only asked, never reserved in,
-            // so two calls can both see the last room of a narrower window.
-            let _ = step(Step::Reserve(usize::MAX - index));
-            Ok(Some(None))
-        } else {
-            step(Step::Reserve(index)).map(|reserved| reserved.map(Some))
-        };
-        match reserved {
-            Ok(Some(reservation)) => taken[index] = reservation,
-            refused_or_retired => {
-                for undone in (0..index).rev() {
-                    if let Some(reservation) = taken[undone] {
-                        let _ = step(Step::Undo(undone, reservation));
-                    }
-                }
-                return refused_or_retired.map(|_| false);
-            }
-        }
-    }
-    for (index, reservation) in taken.iter().enumerate().take(count) {
-        if let Some(reservation) = *reservation {
-            let _ = step(Step::Commit(index, reservation));
-        }
-    }
-    Ok(true)
+    all_or_nothing(many.iter(), now, n)
 }
 
 impl<W: SequentialLayer> SequentialWindow for Layers<W> {
@@ -370,51 +373,76 @@ impl<W: AtomicLayer> AtomicWindow for Layers<W> {
 
 #[cfg(test)]
 mod tests {
-    use super::{all_or_nothing, Step};
+    use std::cell::RefCell;
+
+    use super::{all_or_nothing, LayerHandle};
     use crate::window::Retired;
+
+    /// A window that answers as told and logs what the decision did to it.
+    struct Fake<'a> {
+        index: u8,
+        answer: Result<bool, Retired>,
+        log: &'a RefCell<Vec<String>>,
+    }
+
+    impl LayerHandle for Fake<'_> {
+        type Taken = u8;
+        fn reserve(&mut self, _now: u64, _n: u64) -> Result<Option<u8>, Retired> {
+            self.log
+                .borrow_mut()
+                .push(format!("reserve {}", self.index));
+            self.answer.map(|admits| admits.then_some(self.index))
+        }
+        fn ask(&mut self, _now: u64, _n: u64) -> Result<bool, Retired> {
+            self.answer
+        }
+        fn commit(&mut self, taken: u8) {
+            assert_eq!(taken, self.index);
+            self.log.borrow_mut().push(format!("commit {taken}"));
+        }
+        fn undo(&mut self, taken: u8) {
+            assert_eq!(taken, self.index);
+            self.log.borrow_mut().push(format!("undo {taken}"));
+        }
+    }
+
+    fn run(answers: &[Result<bool, Retired>]) -> (Result<bool, Retired>, Vec<String>) {
+        let log = RefCell::new(Vec::new());
+        let windows: Vec<Fake<'_>> = answers
+            .iter()
+            .enumerate()
+            .map(|(index, &answer)| Fake {
+                index: index as u8,
+                answer,
+                log: &log,
+            })
+            .collect();
+        let answer = all_or_nothing(windows.into_iter(), 0, 1);
+        (answer, log.into_inner())
+    }
 
     #[test]
     fn a_refusal_undoes_what_was_reserved_in_reverse_order() {
-        let mut log = Vec::new();
-        let answer = all_or_nothing::<u8>(3, |step| {
-            Ok(match step {
-                Step::Reserve(2) => {
-                    log.push("refuse 2");
-                    None
-                }
-                Step::Reserve(index) => {
-                    log.push(if index == 0 { "reserve 0" } else { "reserve 1" });
-                    Some(index as u8)
-                }
-                Step::Undo(index, taken) => {
-                    assert_eq!(index as u8, taken);
-                    log.push(if index == 0 { "undo 0" } else { "undo 1" });
-                    None
-                }
-                Step::Commit(..) => panic!("a refused call commits nothing"),
-            })
-        });
+        let (answer, log) = run(&[Ok(true), Ok(true), Ok(false)]);
         assert_eq!(answer, Ok(false));
         assert_eq!(
             log,
-            ["reserve 0", "reserve 1", "refuse 2", "undo 1", "undo 0"]
+            ["reserve 0", "reserve 1", "reserve 2", "undo 1", "undo 0"]
         );
     }
 
     #[test]
+    fn an_admission_commits_every_window() {
+        let (answer, log) = run(&[Ok(true), Ok(true)]);
+        assert_eq!(answer, Ok(true));
+        assert_eq!(log, ["reserve 0", "reserve 1", "commit 1", "commit 0"]);
+    }
+
+    #[test]
     fn a_seal_on_the_widest_undoes_the_others() {
-        let mut undone = 0;
-        let answer = all_or_nothing::<()>(2, |step| match step {
-            Step::Reserve(0) => Ok(Some(())),
-            Step::Reserve(_) => Err(Retired),
-            Step::Undo(..) => {
-                undone += 1;
-                Ok(None)
-            }
-            Step::Commit(..) => panic!("a retired call commits nothing"),
-        });
+        let (answer, log) = run(&[Ok(true), Err(Retired)]);
         assert_eq!(answer, Err(Retired));
-        assert_eq!(undone, 1);
+        assert_eq!(log, ["reserve 0", "reserve 1", "undo 0"]);
     }
 }
 
