@@ -19,7 +19,7 @@ macro_rules! grammar {
   LIMIT     N/DURATION, N whole requests per window: 100/1s, 100/500ms, 5000/1h, 3/s;
             or R/s with a decimal R, read as the exact fraction p per q seconds
             (0.5/s = 1 per 2 s, 2.5/s = 5 per 2 s). The window must be a whole number
-            of ticks.
+            of ticks. Up to four joined by + are enforced at once: 10/1s+600/1h.
   DURATION  [COUNT]UNIT, COUNT whole (1 if left out), UNIT ns, us, ms, s, m, h or d.
   WINDOW    exact (the exact sliding log, single requests only) or buckets:B (B rolling
             buckets over the window: O(B) memory per key, weighted requests, may refuse
