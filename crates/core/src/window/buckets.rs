@@ -12,6 +12,12 @@
 //! buckets late ([`RollingBuckets::lateness_buckets`], default 1); the window keeps
 //! `NB = B + 1 + L` physical buckets, bucket `s` holding the epochs `≡ s (mod NB)`.
 //!
+//! For a limit of several windows ([`Limit::and`](crate::Limit::and)) each window gets
+//! rolling buckets of its own: `B` buckets over its own `W` (at most one per tick) and the same
+//! lateness, so each window's bucket width and bounded false negatives (below) are its own: a
+//! per-second window of 60 buckets counts in 17 ms steps while the hourly one beside it counts
+//! in minutes.
+//!
 //! ```
 //! use slidelimit::{Limit, LockFreeLimiter, RateLimiter, RollingBuckets};
 //! // 100,000 tokens per 5 hours (ticks in seconds), 60 buckets of 5 minutes.

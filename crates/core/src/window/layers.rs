@@ -20,7 +20,14 @@
 //!   as old as the admission that replaced it, so it never outlives that admission).
 //! - **One CAS per window**: an admission costs one reservation per window, and a refusal by
 //!   window `i` costs the undos of the `i` before it. A single-window limit takes none of this
-//!   path: [`Layers::One`] calls the window directly.
+//!   path: [`Layers::One`] calls the window directly. One CAS per *admission* is not possible
+//!   with the exact log's guarantee: a ring of the newest `max Nᵢ` ticks does know every
+//!   narrower window's count, but two calls that read the same count of a narrower window and
+//!   CAS two different expired slots both get in (the ring's pigeonhole, two admissions in one
+//!   slot at least `W` apart, holds for the window the slots expire by, the widest, only), and
+//!   with out-of-order ticks the `Nᵢ`-th newest by position is not the `Nᵢ`-th newest in time.
+//!   A window of its own per `(Nᵢ, Wᵢ)` gives each window that argument back, at `Σ Nᵢ` slots
+//!   per key instead of `max Nᵢ` (610 instead of 600 for 10 per second and 600 per hour).
 //! - **Removal and limit changes** act on the widest window only: it holds every hit the
 //!   others hold (every admission reserves in it, `hit` records in it), so its state is the
 //!   key's state ([`WindowState`]); the narrower windows are
@@ -80,6 +87,7 @@ pub enum Layers<W> {
 
 impl<W> Layers<W> {
     /// One window per window of `limit`, each built by `build` from its single-window limit.
+    #[inline]
     pub(crate) fn build(limit: Limit, mut build: impl FnMut(Limit) -> W) -> Self {
         if !limit.is_layered() {
             return Self::One(build(limit));
@@ -101,13 +109,6 @@ impl<W> Layers<W> {
     pub fn windows(&self) -> &[W] {
         match self {
             Self::One(window) => std::slice::from_ref(window),
-            Self::Many(many) => many,
-        }
-    }
-
-    fn windows_mut(&mut self) -> &mut [W] {
-        match self {
-            Self::One(window) => std::slice::from_mut(window),
             Self::Many(many) => many,
         }
     }
@@ -235,8 +236,13 @@ fn check_and_hit_many_atomic<W: AtomicLayer>(
 impl<W: SequentialLayer> SequentialWindow for Layers<W> {
     #[inline]
     fn hit_n(&mut self, now: u64, n: u64) {
-        for window in self.windows_mut().iter_mut() {
-            window.hit_n(now, n);
+        match self {
+            Self::One(window) => window.hit_n(now, n),
+            Self::Many(many) => {
+                for window in many.iter_mut() {
+                    window.hit_n(now, n);
+                }
+            }
         }
     }
 
@@ -248,8 +254,12 @@ impl<W: SequentialLayer> SequentialWindow for Layers<W> {
         }
     }
 
+    #[inline]
     fn allowed_n(&self, now: u64, n: u64) -> bool {
-        self.windows().iter().all(|window| window.allowed_n(now, n))
+        match self {
+            Self::One(window) => window.allowed_n(now, n),
+            Self::Many(many) => many.iter().all(|window| window.allowed_n(now, n)),
+        }
     }
 
     fn status_n(&self, now: u64, n: u64) -> Status {
@@ -274,28 +284,37 @@ impl<W: SequentialLayer> SequentialWindow for Layers<W> {
         self.widest().export()
     }
 
+    #[inline]
     fn idle_from(&self) -> u64 {
-        self.windows()
-            .iter()
-            .map(SequentialWindow::idle_from)
-            .max()
-            .unwrap_or(0)
+        match self {
+            Self::One(window) => window.idle_from(),
+            Self::Many(many) => many
+                .iter()
+                .map(SequentialWindow::idle_from)
+                .max()
+                .unwrap_or(0),
+        }
     }
 
+    #[inline]
     fn is_idle_by(&self, horizon: u64) -> bool {
-        self.windows()
-            .iter()
-            .all(|window| window.is_idle_by(horizon))
+        match self {
+            Self::One(window) => window.is_idle_by(horizon),
+            Self::Many(many) => many.iter().all(|window| window.is_idle_by(horizon)),
+        }
     }
 }
 
 impl<W: AtomicLayer> AtomicWindow for Layers<W> {
     #[inline]
     fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired> {
+        let Self::Many(many) = self else {
+            return self.widest().hit_n(now, n);
+        };
         // The widest last: a `hit` that meets its seal has recorded in narrower windows of a
         // state being removed or replaced, which no one reads again (or which a restored
         // seal keeps, counting the hit twice: more refusals, never fewer).
-        for window in self.windows() {
+        for window in many.iter() {
             window.hit_n(now, n)?;
         }
         Ok(())
@@ -309,8 +328,12 @@ impl<W: AtomicLayer> AtomicWindow for Layers<W> {
         }
     }
 
+    #[inline]
     fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
-        for window in self.windows() {
+        let Self::Many(many) = self else {
+            return self.widest().allowed_n(now, n);
+        };
+        for window in many.iter() {
             if !window.allowed_n(now, n)? {
                 // The widest is asked too, so a sealed key says so.
                 return self.widest().allowed_n(now, n).map(|_| false);
@@ -349,6 +372,7 @@ impl<W: AtomicLayer> AtomicWindow for Layers<W> {
         self.widest().seal_for_swap()
     }
 
+    #[inline]
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         let Self::Many(many) = self else {
             return self.widest().try_seal(horizon);

@@ -457,3 +457,16 @@ impl<L: slidelimit::SavedState<u64> + RateLimiter<u64>> SavedStateLimiter for L 
         self.check_and_hit(&7, now)
     }
 }
+
+#[test]
+fn a_resolver_gives_keys_layered_limits() {
+    let burst = layered(&[(1, 10), (2, 100)]);
+    let limiter = LockFreeLimiter::<u64>::new(crate::variants::limit(5, 100))
+        .with_limit_resolver(move |key| (*key >= 100).then_some(burst));
+    assert_eq!(limiter.limit_for(&100), burst);
+    assert!(limiter.check_and_hit(&100, 0));
+    assert!(!limiter.check_and_hit(&100, 5), "1 per 10");
+    assert!(limiter.check_and_hit(&100, 10));
+    assert!(!limiter.check_and_hit(&100, 20), "2 per 100");
+    assert_eq!((0..5).filter(|t| limiter.check_and_hit(&1, *t)).count(), 5, "the default");
+}

@@ -105,3 +105,52 @@ async fn stacked_layers_report_side_by_side() {
     assert_eq!(ratelimit[0].0, "key");
     assert_eq!(server.calls(), 1);
 }
+
+/// A limit of two windows (2 per 5 minutes and 3 per 10) sends one item per window in both
+/// fields, narrowest first, each with its own count; the refusal's `Retry-After` is the
+/// binding window's wait.
+#[tokio::test]
+async fn a_layered_limit_sends_one_item_per_window() {
+    let ns = std::time::Duration::from_nanos(1);
+    let layered = slidelimit::Limit::per(2, std::time::Duration::from_secs(300), ns)
+        .unwrap()
+        .and(limit(3))
+        .unwrap();
+    let limiter = Arc::new(LockFreeLimiter::<IpAddr>::new(layered));
+    let layer = RateLimitLayer::new(limiter, PeerIp::new());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let server = serve_axum(counted_router(&calls).layer(layer), calls).await;
+    let client = client();
+    let first = send(&client, get_request(server.addr, "/", &[])).await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert_eq!(
+        first.headers["ratelimit-policy"].to_str().unwrap(),
+        r#""default-300s";q=2;w=300, "default-600s";q=3;w=600"#
+    );
+    assert_eq!(
+        first.headers["ratelimit"].to_str().unwrap(),
+        r#""default-300s";r=1, "default-600s";r=2"#
+    );
+    let second = send(&client, get_request(server.addr, "/", &[])).await;
+    assert_eq!(second.status, StatusCode::OK);
+    let ratelimit = second.headers["ratelimit"].to_str().unwrap().to_owned();
+    assert!(
+        ratelimit.starts_with(r#""default-300s";r=0;t="#),
+        "{ratelimit}"
+    );
+    assert!(
+        ratelimit.ends_with(r#", "default-600s";r=1"#),
+        "{ratelimit}"
+    );
+    let refused = send(&client, get_request(server.addr, "/", &[])).await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = refused.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (1..=300).contains(&wait),
+        "the 5-minute window binds: {wait}"
+    );
+}

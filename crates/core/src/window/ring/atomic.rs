@@ -55,6 +55,7 @@ pub struct AtomicRing {
 impl AtomicRing {
     /// An empty ring for `limit`.
     #[must_use]
+    #[inline]
     pub fn new(limit: Limit) -> Self {
         Self {
             // The slots, then the displacement word and the carried hits.

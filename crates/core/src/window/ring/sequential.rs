@@ -32,6 +32,7 @@ pub struct SequentialRing {
 impl SequentialRing {
     /// An empty ring for `limit`.
     #[must_use]
+    #[inline]
     pub fn new(limit: Limit) -> Self {
         Self {
             // EMPTY is zero, so a fill with it compiles to `calloc`, which glibc serves past
