@@ -35,7 +35,8 @@
 //!   idle too; the widest reserves last, so a call that meets its seal undoes the narrower
 //!   reservations and looks the key up again, and an admission that beat the seal made the
 //!   seal fail. The narrower windows are never sealed and never re-sorted, which is what lets
-//!   their undo trust a slot value.
+//!   their undo trust a slot value; the widest, reserved last and never undone, re-sorts as a
+//!   single window does.
 //!
 //! The first of these rules is what the loom model `tests/layers.rs` checks, with broken
 //! twins that validate only the widest window or undo by a plain store.
@@ -49,8 +50,10 @@ use crate::window::{AtomicWindow, Retired, SequentialWindow, Status, WindowState
 pub trait SequentialLayer: SequentialWindow {
     /// What [`SequentialLayer::undo`] and [`SequentialLayer::commit`] need.
     type Taken: Copy;
-    /// Reserves `n` hits at `now` if they fit; `None` if the window refuses.
-    fn reserve(&mut self, now: u64, n: u64) -> Option<Self::Taken>;
+    /// Reserves `n` hits at `now` if they fit; `None` if the window refuses. `final_window`:
+    /// the reservation is the decision's last (the widest window), never undone, so it may
+    /// do what an undo could not survive (a ring's re-sort).
+    fn reserve(&mut self, now: u64, n: u64, final_window: bool) -> Option<Self::Taken>;
     /// Completes a reservation (the call is admitted).
     fn commit(&mut self, taken: Self::Taken);
     /// Takes back a reservation (the call is refused).
@@ -61,12 +64,14 @@ pub trait SequentialLayer: SequentialWindow {
 pub trait AtomicLayer: AtomicWindow {
     /// What [`AtomicLayer::undo`] and [`AtomicLayer::commit`] need.
     type Taken: Copy;
-    /// Reserves `n` hits at `now` if they fit; `Ok(None)` if the window refuses. A window
-    /// that no one re-sorts: undo relies on it (see the module docs).
+    /// Reserves `n` hits at `now` if they fit; `Ok(None)` if the window refuses. Unless
+    /// `final_window` (the decision's last reservation, the widest window's, never undone),
+    /// it leaves the window as an undo needs it (a ring is not re-sorted: see the module docs).
     ///
     /// # Errors
     /// [`Retired`]: the window is sealed; nothing was reserved.
-    fn reserve(&self, now: u64, n: u64) -> Result<Option<Self::Taken>, Retired>;
+    fn reserve(&self, now: u64, n: u64, final_window: bool)
+        -> Result<Option<Self::Taken>, Retired>;
     /// Completes a reservation (the call is admitted).
     fn commit(&self, taken: Self::Taken);
     /// Takes back a reservation (the call is refused).
@@ -137,7 +142,12 @@ fn limit_of(mut windows: impl Iterator<Item = Limit>) -> Limit {
 /// atomic form through `&`.
 trait LayerHandle {
     type Taken: Copy;
-    fn reserve(&mut self, now: u64, n: u64) -> Result<Option<Self::Taken>, Retired>;
+    fn reserve(
+        &mut self,
+        now: u64,
+        n: u64,
+        final_window: bool,
+    ) -> Result<Option<Self::Taken>, Retired>;
     /// Only the widest-only mutant asks without reserving.
     fn ask(&mut self, now: u64, n: u64) -> Result<bool, Retired>;
     fn commit(&mut self, taken: Self::Taken);
@@ -147,8 +157,13 @@ trait LayerHandle {
 impl<W: SequentialLayer> LayerHandle for &mut W {
     type Taken = W::Taken;
     #[inline]
-    fn reserve(&mut self, now: u64, n: u64) -> Result<Option<W::Taken>, Retired> {
-        Ok(SequentialLayer::reserve(&mut **self, now, n))
+    fn reserve(
+        &mut self,
+        now: u64,
+        n: u64,
+        final_window: bool,
+    ) -> Result<Option<W::Taken>, Retired> {
+        Ok(SequentialLayer::reserve(&mut **self, now, n, final_window))
     }
     fn ask(&mut self, now: u64, n: u64) -> Result<bool, Retired> {
         Ok(SequentialWindow::allowed_n(&**self, now, n))
@@ -165,8 +180,13 @@ impl<W: SequentialLayer> LayerHandle for &mut W {
 impl<W: AtomicLayer> LayerHandle for &W {
     type Taken = W::Taken;
     #[inline]
-    fn reserve(&mut self, now: u64, n: u64) -> Result<Option<W::Taken>, Retired> {
-        AtomicLayer::reserve(*self, now, n)
+    fn reserve(
+        &mut self,
+        now: u64,
+        n: u64,
+        final_window: bool,
+    ) -> Result<Option<W::Taken>, Retired> {
+        AtomicLayer::reserve(*self, now, n, final_window)
     }
     fn ask(&mut self, now: u64, n: u64) -> Result<bool, Retired> {
         AtomicWindow::allowed_n(*self, now, n)
@@ -201,7 +221,7 @@ fn all_or_nothing<H: LayerHandle>(
             Ok(false)
         };
     }
-    let Some(taken) = window.reserve(now, n)? else {
+    let Some(taken) = window.reserve(now, n, windows.len() == 0)? else {
         return Ok(false);
     };
     let rest = all_or_nothing(windows, now, n);
@@ -411,7 +431,12 @@ mod tests {
 
     impl LayerHandle for Fake<'_> {
         type Taken = u8;
-        fn reserve(&mut self, _now: u64, _n: u64) -> Result<Option<u8>, Retired> {
+        fn reserve(
+            &mut self,
+            _now: u64,
+            _n: u64,
+            _final_window: bool,
+        ) -> Result<Option<u8>, Retired> {
             self.log
                 .borrow_mut()
                 .push(format!("reserve {}", self.index));

@@ -468,5 +468,37 @@ fn a_resolver_gives_keys_layered_limits() {
     assert!(!limiter.check_and_hit(&100, 5), "1 per 10");
     assert!(limiter.check_and_hit(&100, 10));
     assert!(!limiter.check_and_hit(&100, 20), "2 per 100");
-    assert_eq!((0..5).filter(|t| limiter.check_and_hit(&1, *t)).count(), 5, "the default");
+    assert_eq!(
+        (0..5).filter(|t| limiter.check_and_hit(&1, *t)).count(),
+        5,
+        "the default"
+    );
+}
+
+/// The widest window of a layered limit reserves last and is never undone, so it re-sorts
+/// after out-of-order traffic as a single window does (the narrower ones never do).
+#[test]
+fn the_widest_ring_still_re_sorts_after_disorder() {
+    use slidelimit::raw::{Algorithm, AtomicWindow};
+    use slidelimit::ExactLog;
+    let limit = layered(&[(4, 10), (64, 200)]);
+    let window = ExactLog::new(limit).new_atomic();
+    let mut rng = SplitMix64::new(3);
+    let mut admitted = Vec::new();
+    for clock in 100..40_000 {
+        let now = clock - rng.below(40);
+        if window.check_and_hit_n(now, 1) == Ok(true) {
+            admitted.push((now, 1));
+        }
+    }
+    assert_every_window_holds(limit, &admitted, "layered ring");
+    let resorts = window.widest().resorts();
+    assert!(
+        resorts.is_none_or(|resorts| resorts > 0),
+        "the widest ring re-sorted: {resorts:?}"
+    );
+    assert!(
+        window.windows()[0].resorts().is_none_or(|resorts| resorts == 0),
+        "the narrower ring never does"
+    );
 }

@@ -407,7 +407,7 @@ impl AtomicWindow for AtomicBuckets {
 
 impl SequentialLayer for SequentialBuckets {
     type Taken = BucketsTaken;
-    fn reserve(&mut self, now: u64, n: u64) -> Option<BucketsTaken> {
+    fn reserve(&mut self, now: u64, n: u64, _final_window: bool) -> Option<BucketsTaken> {
         never_sealed(reserve(self, now, n))
     }
     fn commit(&mut self, taken: BucketsTaken) {
@@ -420,7 +420,12 @@ impl SequentialLayer for SequentialBuckets {
 
 impl AtomicLayer for AtomicBuckets {
     type Taken = BucketsTaken;
-    fn reserve(&self, now: u64, n: u64) -> Result<Option<BucketsTaken>, Retired> {
+    fn reserve(
+        &self,
+        now: u64,
+        n: u64,
+        _final_window: bool,
+    ) -> Result<Option<BucketsTaken>, Retired> {
         reserve(&mut &*self, now, n)
     }
     fn commit(&self, taken: BucketsTaken) {

@@ -445,10 +445,16 @@ impl AtomicWindow for AtomicRing {
 
 impl AtomicLayer for AtomicRing {
     type Taken = RingTaken;
-    fn reserve(&self, now: u64, n: u64) -> Result<Option<RingTaken>, Retired> {
+    fn reserve(&self, now: u64, n: u64, final_window: bool) -> Result<Option<RingTaken>, Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
-        // Never re-sorted: an undo trusts the slot it reserved (see `undo`).
-        reserve::<_, false, RingTaken>(&mut AtomicCells::of(self), now)
+        // A reservation that may be undone never re-sorts: an undo trusts the slot it
+        // reserved (see `undo`).
+        let cells = &mut AtomicCells::of(self);
+        if final_window {
+            reserve::<_, true, RingTaken>(cells, now)
+        } else {
+            reserve::<_, false, RingTaken>(cells, now)
+        }
     }
     fn commit(&self, _taken: RingTaken) {}
     fn undo(&self, taken: RingTaken) {

@@ -235,10 +235,15 @@ impl SequentialWindow for SequentialRing {
 
 impl SequentialLayer for SequentialRing {
     type Taken = RingTaken;
-    fn reserve(&mut self, now: u64, n: u64) -> Option<RingTaken> {
+    fn reserve(&mut self, now: u64, n: u64, final_window: bool) -> Option<RingTaken> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
-        // Never re-sorted: an undo trusts the slot it reserved (see `undo`).
-        never_sealed(reserve::<_, false, RingTaken>(self, now))
+        // A reservation that may be undone never re-sorts: an undo trusts the slot it
+        // reserved (see `undo`).
+        never_sealed(if final_window {
+            reserve::<_, true, RingTaken>(self, now)
+        } else {
+            reserve::<_, false, RingTaken>(self, now)
+        })
     }
     fn commit(&mut self, _taken: RingTaken) {}
     fn undo(&mut self, taken: RingTaken) {
