@@ -498,7 +498,9 @@ fn the_widest_ring_still_re_sorts_after_disorder() {
         "the widest ring re-sorted: {resorts:?}"
     );
     assert!(
-        window.windows()[0].resorts().is_none_or(|resorts| resorts == 0),
+        window.windows()[0]
+            .resorts()
+            .is_none_or(|resorts| resorts == 0),
         "the narrower ring never does"
     );
 }
