@@ -15,9 +15,10 @@
 //!   is refused (see `ring::algorithm::undo` and `buckets::algorithm::undo`, which restore
 //!   exactly the state without it). Each window's own argument then bounds its admitted hits.
 //! - **All or nothing**: a refused call leaves nothing behind, except where a ring's undo CAS
-//!   meets a slot that a later admission or `hit` has already replaced; that refused call's
-//!   tick then stays in the slot's history as a phantom hit, which only refuses more (it is
-//!   as old as the admission that replaced it, so it never outlives that admission).
+//!   finds its slot already replaced (by another call's reservation, or a `hit`): the undo then
+//!   does nothing, and the refused call's tick may stand in the slot again (the other call's
+//!   own undo restores it) as a phantom hit until it expires or is replaced (loom model LY3):
+//!   more refusals, never fewer.
 //! - **One CAS per window**: an admission costs one reservation per window, and a refusal by
 //!   window `i` costs the undos of the `i` before it. A single-window limit takes none of this
 //!   path: [`Layers::One`] calls the window directly. One CAS per *admission* is not possible
@@ -38,8 +39,9 @@
 //!   their undo trust a slot value; the widest, reserved last and never undone, re-sorts as a
 //!   single window does.
 //!
-//! The first of these rules is what the loom model `tests/layers.rs` checks, with broken
-//! twins that validate only the widest window or undo by a plain store.
+//! The loom models LY1-LY4 (`loom-tests/tests/layers.rs`) check these rules under every
+//! interleaving, with broken twins that validate only the widest window or undo by a plain
+//! store.
 
 use std::ops::Deref;
 

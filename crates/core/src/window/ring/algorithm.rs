@@ -170,9 +170,11 @@ pub(super) fn reserve<C: RingCells, const RESORTS: bool, A: Admission>(
 /// for undos, and an undo restores a value from before its own admission, which the slot had
 /// passed only through that admission. So the undo restores exactly the slot's history
 /// without the admission, and the pigeonhole argument of the module docs holds for the
-/// admissions that stay. If the CAS fails (a later admission or `hit` replaced the value), the
-/// admission's tick stays in the slot's history as a hit nobody was admitted for: it only
-/// ever refuses more.
+/// admissions that stay. If the CAS fails (a later reservation or `hit` replaced the value),
+/// the undo does nothing, and the reservation's tick may stand again later (the later
+/// reservation's own undo restores it) as a hit no call was admitted for, until it expires or
+/// is replaced: it only ever refuses more, and the slot's chain of values is what the
+/// argument above needs either way.
 pub(super) fn undo<C: RingCells>(cells: &mut C, taken: RingTaken) {
     let current = if cfg!(slidelimit_loom_mutant = "layers_undo_by_store") {
         // Deliberately broken: restores whatever the slot holds now, as a plain store would,
