@@ -324,6 +324,8 @@ fn contended_keys_never_over_admit_any_window() {
         let sweeper = {
             let (limiter, clock, stop) = (limiter.clone(), clock.clone(), stop.clone());
             thread::spawn(move || {
+                // Relaxed (both): a stop flag and the counter that stands for the clock; they
+                // order nothing else (the join does).
                 while !stop.load(Ordering::Relaxed) {
                     limiter.remove_idle(clock.load(Ordering::Relaxed) / 4);
                     thread::yield_now();
@@ -337,6 +339,7 @@ fn contended_keys_never_over_admit_any_window() {
                     let mut rng = SplitMix64::new(worker);
                     let mut admitted = Vec::new();
                     for _ in 0..OPS {
+                        // Relaxed: the shared call counter is the clock; it orders nothing.
                         let now = clock.fetch_add(1, Ordering::Relaxed) / 4 + rng.below(3);
                         let key = rng.below(3);
                         if rng.below(10) == 0 {
@@ -356,6 +359,7 @@ fn contended_keys_never_over_admit_any_window() {
                 per_key[key as usize].push((now, 1));
             }
         }
+        // Relaxed: the sweeper only has to see it eventually; the join orders the rest.
         stop.store(true, Ordering::Relaxed);
         sweeper.join().expect("sweeper");
         for (key, admitted) in per_key.iter().enumerate() {

@@ -461,11 +461,11 @@ impl AtomicLayer for AtomicRing {
         undo(&mut AtomicCells::of(self), taken);
     }
     fn fresh_from(&self) -> u64 {
-        // Acquire: pairs with the slot CASes, as every slot load. A narrower window of a
-        // layered limit is never sealed, so every value is a tick.
+        // A narrower window of a layered limit is never sealed, so every value is a tick.
         let newest = self
             .slots()
             .iter()
+            // Acquire: pairs with the slot CASes (AcqRel), as every slot load.
             .map(|slot| slot.load(Ordering::Acquire))
             .max()
             .unwrap_or(EMPTY);
