@@ -287,31 +287,30 @@ impl WindowStatuses {
         self.statuses[..self.len].iter().copied()
     }
 
-    /// The window that binds: the one with the least remaining (then the longest wait) gives
-    /// `count` and `remaining`; `retry_after_ticks` is the longest wait of all windows, the
-    /// first tick at which the asked weight fits every one of them (each window's room only
-    /// grows while no call comes).
+    /// The index of the window that binds: the least remaining, then the longest wait, then
+    /// the narrowest.
+    #[must_use]
+    pub fn binding(&self) -> usize {
+        let statuses = &self.statuses[..self.len];
+        (0..statuses.len())
+            .min_by_key(|&index| {
+                let status = statuses[index];
+                (
+                    status.remaining,
+                    std::cmp::Reverse(status.retry_after_ticks),
+                )
+            })
+            .unwrap_or(0)
+    }
+
+    /// The window that binds ([`WindowStatuses::binding`]) gives `count` and `remaining`;
+    /// `retry_after_ticks` is the longest wait of all windows, the first tick at which the
+    /// asked weight fits every one of them (each window's room only grows while no call
+    /// comes).
     #[must_use]
     pub fn tightest(&self) -> Status {
         let statuses = &self.statuses[..self.len];
-        let binding = statuses
-            .iter()
-            .copied()
-            .reduce(|tightest, status| {
-                let binds = (
-                    status.remaining,
-                    std::cmp::Reverse(status.retry_after_ticks),
-                ) < (
-                    tightest.remaining,
-                    std::cmp::Reverse(tightest.retry_after_ticks),
-                );
-                if binds {
-                    status
-                } else {
-                    tightest
-                }
-            })
-            .unwrap_or(self.statuses[0]);
+        let binding = statuses[self.binding()];
         let wait = statuses
             .iter()
             .map(|status| status.retry_after_ticks)

@@ -151,21 +151,14 @@ impl RateLimitHeaders {
         let window_secs = secs_ceil(limit.window_ticks(), tick).max(1);
 
         let mut policy = String::with_capacity(policy_name.quoted.len() + 32);
-        policy.push_str(&policy_name.quoted);
-        // Writing to a String cannot fail.
-        let _ = write!(
-            policy,
-            ";q={};w={}",
-            sf_integer(limit.max_requests()),
-            sf_integer(window_secs)
-        );
-
+        policy_item(&mut policy, &policy_name.quoted, limit, window_secs);
         let mut ratelimit = String::with_capacity(policy_name.quoted.len() + 32);
-        ratelimit.push_str(&policy_name.quoted);
-        let _ = write!(ratelimit, ";r={}", sf_integer(status.remaining));
-        if let Some(reset) = reset_secs {
-            let _ = write!(ratelimit, ";t={}", sf_integer(reset));
-        }
+        ratelimit_item(
+            &mut ratelimit,
+            &policy_name.quoted,
+            status.remaining,
+            reset_secs,
+        );
 
         Self {
             policy: header_value(policy),
@@ -209,13 +202,7 @@ impl RateLimitHeaders {
             }
         };
         let tightest = statuses.tightest();
-        let binding = windows
-            .iter()
-            .position(|(_, status)| {
-                status.remaining == tightest.remaining
-                    && status.retry_after_ticks == tightest.retry_after_ticks
-            })
-            .unwrap_or(0);
+        let binding = statuses.binding();
         let mut policy = String::new();
         let mut ratelimit = String::new();
         for (index, (window, status)) in windows.iter().enumerate() {
@@ -224,18 +211,10 @@ impl RateLimitHeaders {
                 ratelimit.push_str(", ");
             }
             let item = name(index);
-            // Writing to a String cannot fail.
-            let _ = write!(
-                policy,
-                "{item};q={};w={}",
-                sf_integer(window.max_requests()),
-                sf_integer(window_secs[index])
-            );
-            let _ = write!(ratelimit, "{item};r={}", sf_integer(status.remaining));
-            if status.remaining == 0 || (!admitted && index == binding) {
-                let reset = secs_ceil(status.retry_after_ticks, tick).max(1);
-                let _ = write!(ratelimit, ";t={}", sf_integer(reset));
-            }
+            policy_item(&mut policy, &item, *window, window_secs[index]);
+            let reset = (status.remaining == 0 || (!admitted && index == binding))
+                .then(|| secs_ceil(status.retry_after_ticks, tick).max(1));
+            ratelimit_item(&mut ratelimit, &item, status.remaining, reset);
         }
         let retry_after = (!admitted)
             .then(|| HeaderValue::from(secs_ceil(tightest.retry_after_ticks, tick).max(1)));
@@ -255,6 +234,28 @@ impl RateLimitHeaders {
         if let Some(retry_after) = self.retry_after {
             headers.insert(RETRY_AFTER, retry_after);
         }
+    }
+}
+
+/// One `RateLimit-Policy` item: `<name>;q=<max_requests>;w=<window seconds>`.
+fn policy_item(out: &mut String, quoted_name: &str, window: Limit, window_secs: u64) {
+    out.push_str(quoted_name);
+    // Writing to a String cannot fail.
+    let _ = write!(
+        out,
+        ";q={};w={}",
+        sf_integer(window.max_requests()),
+        sf_integer(window_secs)
+    );
+}
+
+/// One `RateLimit` item: `<name>;r=<remaining>`, with `;t=<seconds>` when a reset is sent.
+fn ratelimit_item(out: &mut String, quoted_name: &str, remaining: u64, reset_secs: Option<u64>) {
+    out.push_str(quoted_name);
+    // Writing to a String cannot fail.
+    let _ = write!(out, ";r={}", sf_integer(remaining));
+    if let Some(reset) = reset_secs {
+        let _ = write!(out, ";t={}", sf_integer(reset));
     }
 }
 
