@@ -12,11 +12,17 @@
 //! buckets late ([`RollingBuckets::lateness_buckets`], default 1); the window keeps
 //! `NB = B + 1 + L` physical buckets, bucket `s` holding the epochs `≡ s (mod NB)`.
 //!
-//! For a limit of several windows ([`Limit::and`](crate::Limit::and)) each window gets
-//! rolling buckets of its own: `B` buckets over its own `W` (at most one per tick) and the same
-//! lateness, so each window's bucket width and bounded false negatives (below) are its own: a
-//! per-second window of 60 buckets counts in 17 ms steps while the hourly one beside it counts
-//! in minutes.
+//! For a limit of several windows ([`Limit::and`](crate::Limit::and)) each window `i` gets
+//! rolling buckets of its own: the configured `B` clamped to its own `Wᵢ` (at most one bucket
+//! per tick), cut as above (`wᵢ = ceil(Wᵢ / min(B, Wᵢ))`, `Bᵢ = ceil(Wᵢ / wᵢ)` kept), and the
+//! same lateness, so `NBᵢ = Bᵢ + 1 + L`. The clamp starts from the `B` asked, not from the
+//! count the widest window kept. Each window's bucket width, lateness in ticks (`L·wᵢ`) and
+//! bounded false negatives (below) are its own: its refusal reach is
+//! `Bᵢ·wᵢ + (L + 1)·wᵢ`, which is `Wᵢ + (L + 1)·wᵢ` where `min(B, Wᵢ)` divides `Wᵢ`.
+//! [`RollingBuckets::windows`] reports each window's geometry. With `B = 6` over 3 per 6 ticks
+//! and 5 per 10, the narrow window has 6 buckets of one tick (reach 8), the wide one 5 of two
+//! (reach 14); a per-second window of 60 buckets counts in 17 ms steps while the hourly one
+//! beside it counts in minutes.
 //!
 //! ```
 //! use slidelimit::{Limit, LockFreeLimiter, RateLimiter, RollingBuckets};
@@ -87,7 +93,10 @@
 //!   one exception: it is forgotten.)
 //! - **Bounded false negatives**: a refusal of `n` at `t` means the weight recorded at ticks
 //!   in `(t − span − (L + 1)·w, ∞)` is at least `max_requests − n + 1`, or the caller is more
-//!   than `L` buckets late. With `B` dividing `W`, `span = W`. This is exact for a
+//!   than `L` buckets late. With `B` dividing `W`, `span = W`. The bound is tight: weight
+//!   recorded at the first tick of a bucket refuses through the tick before
+//!   `span + (L + 1)·w` later, and is gone at it. For a limit of several windows, a refusal
+//!   means this of one window `i`, with its own `Nᵢ`, span and `wᵢ`. This is exact for a
 //!   single-threaded trace; under concurrency a refusal may also count weight whose bucket
 //!   another thread has just reset but not yet subtracted (a transient false negative).
 //! - **Exactly-once recycling**: the tag and the count of a bucket change together, so a
@@ -148,9 +157,10 @@ pub enum BucketError {
         /// The limit's window.
         window_ticks: u64,
     },
-    /// `B + 1 + L` physical buckets exceed [`MAX_PHYSICAL_BUCKETS`].
+    /// `B + 1 + L` physical buckets exceed [`MAX_PHYSICAL_BUCKETS`] (with the `B` asked,
+    /// which a window of `B` ticks or more keeps in full).
     TooManyBuckets {
-        /// The physical buckets the configuration needs.
+        /// The physical buckets the configuration needs: `B + 1 + L`.
         physical: u64,
         /// The most allowed.
         max: u64,
@@ -198,7 +208,10 @@ impl std::error::Error for BucketError {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RollingBuckets {
     limit: Limit,
-    buckets: u64,
+    /// `B` as configured, before it is clamped to a window: every window of the limit, and
+    /// of any limit [`Algorithm::with_limit`] moves to, gets it clamped to its own `W`. The
+    /// effective count is derived from the width ([`Self::buckets`]).
+    asked_buckets: u64,
     bucket_ticks: u64,
     lateness: u64,
 }
@@ -207,12 +220,15 @@ impl RollingBuckets {
     /// `buckets` buckets over `limit`'s window, lateness 1 bucket.
     ///
     /// The bucket width is `ceil(W / buckets)`; if `buckets` does not divide `W`, only the
-    /// `ceil(W / width)` buckets needed to cover `W` are kept (see [`Self::buckets`]).
+    /// `ceil(W / width)` buckets needed to cover `W` are kept (see [`Self::buckets`]). Each
+    /// narrower window of a layered limit, and any limit set later, gets `buckets` clamped to
+    /// its own window the same way (see [`Self::windows`]).
     ///
     /// # Errors
     /// [`BucketError::ZeroBuckets`], [`BucketError::NarrowerThanATick`] if
-    /// `buckets > window_ticks`, [`BucketError::TooManyBuckets`] if `buckets + 2` exceeds
-    /// [`MAX_PHYSICAL_BUCKETS`].
+    /// `buckets > window_ticks` (the widest window's), [`BucketError::TooManyBuckets`] if
+    /// `buckets + 2` exceeds [`MAX_PHYSICAL_BUCKETS`] (even where the window keeps fewer: a
+    /// window of `buckets` ticks would keep them all).
     pub const fn new(limit: Limit, buckets: u64) -> Result<Self, BucketError> {
         let window_ticks = limit.window_ticks();
         if buckets == 0 {
@@ -224,14 +240,25 @@ impl RollingBuckets {
                 window_ticks,
             });
         }
-        let bucket_ticks = window_ticks.div_ceil(buckets);
-        let window = Self {
-            limit,
-            buckets: window_ticks.div_ceil(bucket_ticks),
-            bucket_ticks,
-            lateness: 0,
+        Self::clamped(limit, buckets, 0).lateness_buckets(1)
+    }
+
+    /// `asked_buckets` (at least 1) clamped to `limit`'s window, and their width. Checks
+    /// nothing: `asked_buckets + 1 + lateness` was checked against [`MAX_PHYSICAL_BUCKETS`]
+    /// when configured, and clamping only lowers it.
+    const fn clamped(limit: Limit, asked_buckets: u64, lateness: u64) -> Self {
+        let window_ticks = limit.window_ticks();
+        let buckets = if asked_buckets < window_ticks {
+            asked_buckets
+        } else {
+            window_ticks
         };
-        window.lateness_buckets(1)
+        Self {
+            limit,
+            asked_buckets,
+            bucket_ticks: window_ticks.div_ceil(buckets),
+            lateness,
+        }
     }
 
     /// How many buckets late a caller may be and still be checked (`L`, default 1). A caller
@@ -241,10 +268,16 @@ impl RollingBuckets {
     /// falls in an older bucket than one already seen.
     ///
     /// # Errors
-    /// [`BucketError::TooManyBuckets`] if `B + 1 + L` exceeds [`MAX_PHYSICAL_BUCKETS`].
+    /// [`BucketError::TooManyBuckets`] if `B + 1 + L`, with the `B` asked of [`Self::new`],
+    /// exceeds [`MAX_PHYSICAL_BUCKETS`].
     pub const fn lateness_buckets(self, lateness: u64) -> Result<Self, BucketError> {
-        // B <= MAX_PHYSICAL_BUCKETS is not known yet (B <= W only), so add with care.
-        let physical = self.buckets.saturating_add(1).saturating_add(lateness);
+        // The B asked, not the effective count: a window it is clamped to (a narrower window
+        // of a layered limit, or a limit set later) may keep all of them. B <=
+        // MAX_PHYSICAL_BUCKETS is not known yet (B <= W only), so add with care.
+        let physical = self
+            .asked_buckets
+            .saturating_add(1)
+            .saturating_add(lateness);
         if physical > MAX_PHYSICAL_BUCKETS {
             return Err(BucketError::TooManyBuckets {
                 physical,
@@ -254,10 +287,33 @@ impl RollingBuckets {
         Ok(Self { lateness, ..self })
     }
 
-    /// The effective number of buckets `B` covering the window (see [`Self::new`]).
+    /// The effective number of buckets `B` covering the window (see [`Self::new`]); for a
+    /// limit of several windows, the widest window's (see [`Self::windows`]).
     #[must_use]
     pub const fn buckets(&self) -> u64 {
-        self.buckets
+        self.limit.window_ticks().div_ceil(self.bucket_ticks)
+    }
+
+    /// Each window's own rolling buckets, narrowest first (the one window of a single-window
+    /// limit): the configured `B` clamped to that window's `W`, the same lateness. Their
+    /// [`Self::bucket_ticks`], [`Self::buckets`] and [`Self::refusal_reach_ticks`] are that
+    /// window's.
+    ///
+    /// ```
+    /// use slidelimit::{Limit, RollingBuckets};
+    /// // 3 per 6 ticks and 5 per 10, 6 buckets: one tick wide over 6 ticks, while over
+    /// // 10 ticks 2-tick buckets keep 5 of them.
+    /// let limit = Limit::new(3, 6)?.and(Limit::new(5, 10)?)?;
+    /// let window = RollingBuckets::new(limit, 6)?;
+    /// let geometry: Vec<_> = window
+    ///     .windows()
+    ///     .map(|w| (w.bucket_ticks(), w.buckets(), w.refusal_reach_ticks()))
+    ///     .collect();
+    /// assert_eq!(geometry, [(1, 6, 8), (2, 5, 14)]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn windows(&self) -> impl ExactSizeIterator<Item = Self> + '_ {
+        self.limit.windows().map(|window| self.with_limit(window))
     }
 
     /// The bucket width `w`, in ticks.
@@ -266,10 +322,11 @@ impl RollingBuckets {
         self.bucket_ticks
     }
 
-    /// `B·w`: the ticks the buckets cover, at least `W` and less than `W + w` (saturating).
+    /// `B·w`: the ticks the buckets cover, at least `W` and less than `W + w` (saturating);
+    /// for a limit of several windows, the widest window's.
     #[must_use]
     pub const fn span_ticks(&self) -> u64 {
-        self.buckets.saturating_mul(self.bucket_ticks)
+        self.buckets().saturating_mul(self.bucket_ticks)
     }
 
     /// The lateness `L`, in buckets.
@@ -278,15 +335,19 @@ impl RollingBuckets {
         self.lateness
     }
 
-    /// `NB = B + 1 + L`, the buckets each key keeps.
+    /// `NB = B + 1 + L`, the buckets each key keeps (in the widest window, for a limit of
+    /// several windows).
     #[must_use]
     pub const fn physical_buckets(&self) -> u64 {
-        self.buckets + 1 + self.lateness
+        self.buckets() + 1 + self.lateness
     }
 
     /// The reach of a refusal: a refused caller at `t` has at least `max_requests − n + 1`
     /// weight recorded in `(t − this, ∞)`, unless it was more than `L` buckets late.
-    /// `span + (L + 1)·w`, saturating.
+    /// `span + (L + 1)·w`, saturating. For a limit of several windows this is the widest
+    /// window's; each window has its own ([`Self::windows`]), and a refusal means one window
+    /// `i` had `Nᵢ − n + 1` within its reach, or the caller was more than `L` of its buckets
+    /// late.
     #[must_use]
     pub const fn refusal_reach_ticks(&self) -> u64 {
         self.span_ticks()
@@ -361,18 +422,15 @@ impl Algorithm for RollingBuckets {
     }
 
     fn with_limit(&self, limit: Limit) -> Self {
-        // At least one bucket and at most one per tick; the lateness keeps the physical
-        // count at or below this window's, so no error is possible.
-        let buckets = self.buckets.min(limit.window_ticks());
-        match Self::new(limit, buckets).and_then(|window| window.lateness_buckets(self.lateness)) {
-            Ok(window) => window,
-            Err(error) => unreachable!("{error}: fewer buckets than a valid configuration"),
-        }
+        // The B asked, clamped to this limit's window: not the effective count of the window
+        // this one was built for, which a width that does not divide it may have lowered
+        // (10 ticks in 6 buckets keep 5 of 2 ticks; 6 ticks still get 6 of one).
+        Self::clamped(limit, self.asked_buckets, self.lateness)
     }
 
     fn kind(&self) -> WindowKind {
         WindowKind::RollingBuckets {
-            buckets: self.buckets,
+            buckets: self.buckets(),
             lateness_buckets: self.lateness,
         }
     }

@@ -29,7 +29,11 @@ fn layered(windows: &[(u64, u64)]) -> Limit {
 
 /// Every variant with the rolling buckets over `limit`, `buckets` per window.
 fn bucketed_variants(limit: Limit, buckets: u64) -> Vec<Box<dyn RateLimiter<u64>>> {
-    let window = RollingBuckets::new(limit, buckets).expect("valid buckets");
+    variants_of(RollingBuckets::new(limit, buckets).expect("valid buckets"))
+}
+
+/// Every variant with `window` as its rolling buckets.
+fn variants_of(window: RollingBuckets) -> Vec<Box<dyn RateLimiter<u64>>> {
     let options = Options::default();
     vec![
         Box::new(LockFreeLimiter::<u64, RollingBuckets>::with_options(
@@ -507,4 +511,229 @@ fn the_widest_ring_still_re_sorts_after_disorder() {
             .is_none_or(|resorts| resorts == 0),
         "the narrower ring never does"
     );
+}
+
+/// One window's rolling buckets as the docs state them (`window/buckets.rs`, *Geometry*):
+/// the limit's `B` clamped to the window's own `W`, buckets of `w = ceil(W / B)` ticks, the
+/// `ceil(W / w)` of them needed to cover `W`, `NB = B + 1 + L` kept. Returns `(w, NB)`; the
+/// window's refusal reach `span + (L + 1)·w` is then `NB·w`.
+fn documented_geometry(buckets: u64, window_ticks: u64, lateness: u64) -> (u64, u64) {
+    let clamped = buckets.min(window_ticks);
+    let bucket_ticks = window_ticks.div_ceil(clamped);
+    let kept = window_ticks.div_ceil(bucket_ticks);
+    (bucket_ticks, kept + 1 + lateness)
+}
+
+/// Limits of several windows whose bucket count does not divide every window, or exceeds
+/// the narrowest: `(B, L, windows)`.
+const GEOMETRIES: [(u64, u64, &[(u64, u64)]); 5] = [
+    (6, 1, &[(3, 6), (5, 10)]),
+    (4, 1, &[(2, 3), (4, 10), (9, 50)]),
+    (7, 0, &[(1, 5), (3, 20), (10, 100)]),
+    (5, 2, &[(2, 7), (6, 30)]),
+    (3, 1, &[(2, 4), (5, 11), (7, 19), (20, 100)]),
+];
+
+fn buckets_of(buckets: u64, lateness: u64, windows: &[(u64, u64)]) -> RollingBuckets {
+    RollingBuckets::new(layered(windows), buckets)
+        .and_then(|window| window.lateness_buckets(lateness))
+        .expect("valid buckets")
+}
+
+/// Issue 35: with `B = 6` the wide window of 10 ticks keeps 5 buckets of 2 ticks, but the
+/// narrow window of 6 ticks gets its own 6 buckets of one tick, so its refusal reach is
+/// `6 + 2·1 = 8` ticks: 3 at tick 0 fill it through tick 7 and have left it at tick 8.
+#[test]
+fn each_window_of_the_buckets_gets_the_configured_count_clamped_to_it() {
+    let limit = layered(&[(3, 6), (5, 10)]);
+    for limiter in bucketed_variants(limit, 6) {
+        let name = limiter.name();
+        assert_eq!(limiter.check_and_hit_n(&0, 0, 3), Ok(true), "{name}");
+        let statuses = |now| -> Vec<(u64, u64, u64)> {
+            limiter
+                .window_statuses(&0, now)
+                .iter()
+                .map(|s| (s.count, s.remaining, s.retry_after_ticks))
+                .collect()
+        };
+        // (count, remaining, retry): the narrow window's wait is one one-tick bucket.
+        assert_eq!(statuses(7), [(3, 0, 1), (3, 2, 0)], "{name} at 7");
+        assert!(!limiter.allowed(&0, 7), "{name}: 7 is within the reach");
+        assert_eq!(statuses(8), [(0, 3, 0), (3, 2, 0)], "{name} at 8");
+        assert!(limiter.check_and_hit(&0, 8), "{name}: 8 is past the reach");
+        assert_eq!(statuses(8), [(1, 2, 0), (4, 1, 0)], "{name} after 8");
+    }
+}
+
+/// Each window's refusal reach is exactly `NB·w` of its own geometry: weight at the start
+/// of a bucket refuses through one tick before that and not at it, whatever else the limit
+/// holds; weight later in the bucket leaves with the bucket.
+#[test]
+fn each_window_refuses_for_exactly_its_documented_reach() {
+    for (buckets, lateness, windows) in GEOMETRIES {
+        let window = buckets_of(buckets, lateness, windows);
+        let narrowest = windows[0].0;
+        for limiter in variants_of(window) {
+            for (index, &(max_requests, window_ticks)) in windows.iter().enumerate() {
+                let (bucket_ticks, physical) = documented_geometry(buckets, window_ticks, lateness);
+                let reach = physical * bucket_ticks;
+                for offset in 0..bucket_ticks {
+                    let context = format!(
+                        "{} B = {buckets}, L = {lateness}, {windows:?}: window {index}, offset {offset}",
+                        limiter.name()
+                    );
+                    // A fresh key per case; its first bucket starts well after 0.
+                    let key = (index as u64) << 32 | offset;
+                    let start = 1_000 * bucket_ticks;
+                    // Forced hits fill this window (and the narrower ones past theirs) at once.
+                    let mut left = max_requests;
+                    while left > 0 {
+                        let n = left.min(narrowest);
+                        limiter
+                            .hit_n(&key, start + offset, n)
+                            .expect("a valid weight");
+                        left -= n;
+                    }
+                    let status = |now: u64| limiter.window_statuses(&key, now).iter().nth(index);
+                    let last = status(start + reach - 1).expect("every window");
+                    assert_eq!(
+                        (last.count, last.remaining, last.retry_after_ticks),
+                        (max_requests, 0, 1),
+                        "{context}: still within the reach one tick before it ends"
+                    );
+                    let after = status(start + reach).expect("every window");
+                    assert_eq!(
+                        (after.count, after.remaining),
+                        (0, max_requests),
+                        "{context}: gone at the reach"
+                    );
+                    let first = status(start + offset).expect("every window");
+                    assert_eq!(
+                        first.retry_after_ticks,
+                        reach - offset,
+                        "{context}: the wait at the hit"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The rolling buckets of several windows as the docs state them, for in-order traces (no
+/// caller is ever late): window `i` keeps the weight recorded in the `NBᵢ` newest of its
+/// own buckets, and a call is admitted where every window has room.
+struct LayeredBucketModel {
+    /// `(max_requests, bucket_ticks, physical)` per window, narrowest first.
+    windows: Vec<(u64, u64, u64)>,
+    recorded: Vec<(u64, u64)>,
+}
+
+impl LayeredBucketModel {
+    fn new(buckets: u64, lateness: u64, windows: &[(u64, u64)]) -> Self {
+        let windows = windows
+            .iter()
+            .map(|&(max_requests, window_ticks)| {
+                let (bucket_ticks, physical) = documented_geometry(buckets, window_ticks, lateness);
+                (max_requests, bucket_ticks, physical)
+            })
+            .collect();
+        Self {
+            windows,
+            recorded: Vec::new(),
+        }
+    }
+
+    /// The weight window `(_, w, nb)` retains for a caller at `now`.
+    fn count(&self, (_, w, nb): (u64, u64, u64), now: u64) -> u64 {
+        self.recorded
+            .iter()
+            .filter(|&&(s, _)| s / w + nb > now / w)
+            .map(|&(_, n)| n)
+            .sum()
+    }
+
+    /// Per window: (count, remaining, ticks until one more fits).
+    fn statuses(&self, now: u64) -> Vec<(u64, u64, u64)> {
+        self.windows
+            .iter()
+            .map(|&window| {
+                let (max_requests, w, nb) = window;
+                let count = self.count(window, now);
+                let wait = (0..=nb * w)
+                    .find(|&d| self.count(window, now + d) < max_requests)
+                    .expect("every bucket leaves");
+                (count, max_requests.saturating_sub(count), wait)
+            })
+            .collect()
+    }
+
+    fn admits(&self, now: u64, n: u64) -> bool {
+        self.windows
+            .iter()
+            .all(|&window| self.count(window, now) + n <= window.0)
+    }
+}
+
+/// In-order traces of checks, forced hits and questions against the brute-force model of
+/// the documented geometry, in every variant: every answer and every window's status.
+#[test]
+fn in_order_bucket_traces_match_the_documented_geometry_in_every_variant() {
+    for (buckets, lateness, windows) in GEOMETRIES {
+        let window = buckets_of(buckets, lateness, windows);
+        let narrowest = windows[0].0;
+        for seed in 0..3 {
+            for limiter in variants_of(window) {
+                let context = format!(
+                    "{} B = {buckets}, L = {lateness}, {windows:?}, seed {seed}",
+                    limiter.name()
+                );
+                let mut model = LayeredBucketModel::new(buckets, lateness, windows);
+                let mut rng = SplitMix64::new(seed);
+                let mut now = 0;
+                let mut admitted = 0;
+                for step in 0..1_200 {
+                    now += if rng.below(20) == 0 {
+                        rng.below(60)
+                    } else {
+                        rng.below(3)
+                    };
+                    let n = 1 + rng.below(narrowest);
+                    let statuses: Vec<(u64, u64, u64)> = limiter
+                        .window_statuses(&0, now)
+                        .iter()
+                        .map(|s| (s.count, s.remaining, s.retry_after_ticks))
+                        .collect();
+                    assert_eq!(
+                        statuses,
+                        model.statuses(now),
+                        "{context}, step {step}: window_statuses at {now}"
+                    );
+                    match rng.below(10) {
+                        0 => {
+                            limiter.hit_n(&0, now, n).expect("a valid weight");
+                            model.recorded.push((now, n));
+                        }
+                        1 => assert_eq!(
+                            limiter.allowed_n(&0, now, n),
+                            Ok(model.admits(now, n)),
+                            "{context}, step {step}: allowed_n({now}, {n})"
+                        ),
+                        _ => {
+                            let expected = model.admits(now, n);
+                            assert_eq!(
+                                limiter.check_and_hit_n(&0, now, n),
+                                Ok(expected),
+                                "{context}, step {step}: check_and_hit_n({now}, {n})"
+                            );
+                            if expected {
+                                model.recorded.push((now, n));
+                                admitted += 1;
+                            }
+                        }
+                    }
+                }
+                assert!(admitted > 50, "{context}: the trace admits ({admitted})");
+            }
+        }
+    }
 }

@@ -78,6 +78,59 @@ fn a_bucket_count_that_does_not_divide_the_window_keeps_only_the_buckets_needed(
 }
 
 #[test]
+fn another_window_gets_the_asked_count_clamped_to_it_not_the_effective_one() {
+    // 6 asked over 10 ticks keep 5 of 2 ticks; 6 ticks still get 6 of one (issue 35).
+    let asked = RollingBuckets::new(limit(1, 10), 6)
+        .unwrap()
+        .lateness_buckets(2)
+        .unwrap();
+    assert_eq!((asked.bucket_ticks(), asked.buckets()), (2, 5));
+    let cases = [
+        // W -> (width, B kept, NB, reach)
+        (6, (1, 6, 9, 9)),
+        (3, (1, 3, 6, 6)),
+        (10, (2, 5, 8, 16)),
+        (60, (10, 6, 9, 90)),
+        (11, (2, 6, 9, 18)),
+    ];
+    for (window_ticks, geometry) in cases {
+        let other = asked.with_limit(limit(1, window_ticks));
+        assert_eq!(
+            (
+                other.bucket_ticks(),
+                other.buckets(),
+                other.physical_buckets(),
+                other.refusal_reach_ticks()
+            ),
+            geometry,
+            "W = {window_ticks}"
+        );
+        assert_eq!(other.tolerated_lateness(), 2);
+        // Clamping forgets nothing: back to 10 ticks, the same window again.
+        assert_eq!(other.with_limit(limit(1, 10)), asked, "W = {window_ticks}");
+    }
+}
+
+#[test]
+fn the_asked_count_bounds_the_physical_buckets_of_every_window() {
+    // 65,535 buckets over 100,000 ticks keep 50,000 of 2 ticks, but a window of 65,535
+    // ticks would keep them all: 65,537 physical, refused up front so that moving to any
+    // limit stays infallible.
+    let asked = MAX_PHYSICAL_BUCKETS - 1;
+    assert_eq!(
+        RollingBuckets::new(limit(1, 100_000), asked),
+        Err(BucketError::TooManyBuckets {
+            physical: MAX_PHYSICAL_BUCKETS + 1,
+            max: MAX_PHYSICAL_BUCKETS
+        })
+    );
+    let most = RollingBuckets::new(limit(1, 100_000), asked - 1).unwrap();
+    assert_eq!(most.physical_buckets(), 50_002);
+    let clamped = most.with_limit(limit(1, asked - 1));
+    assert_eq!(clamped.physical_buckets(), MAX_PHYSICAL_BUCKETS);
+}
+
+#[test]
 fn weights_are_all_or_nothing() {
     let mut s = window(10, 1).new_sequential();
     assert!(s.check_and_hit_n(0, 6));
