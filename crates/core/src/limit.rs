@@ -8,6 +8,7 @@
 //! a typed error.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 /// At most this many requests per window (2^24): it keeps an exact log at 128 MiB per key
@@ -23,6 +24,36 @@ pub const MAX_WINDOWS: usize = 4;
 /// same unit as the timestamps passed to the limiter. [`Limit::per`], [`Limit::per_second`],
 /// [`Limit::per_minute`], [`Limit::per_hour`] and [`Limit::from_rate`] build one from a
 /// [`Duration`] or a rate, given the tick length.
+///
+/// # Ticks
+/// A limit built from a duration or a rate remembers the tick it was given
+/// ([`Limit::tick`]), so that it means the same time whichever limiter it is given to: the
+/// Redis limiters, which count in microseconds, convert it ([`Limit::in_ticks_of`]) or refuse
+/// it with a typed error when it is not a whole number of microseconds, and the tower layer
+/// refuses, at start-up, an in-process limiter whose limit's tick is not its clock's. A limit
+/// from [`Limit::new`] has no tick: its windows are taken to be in whatever unit the limiter
+/// counts in.
+///
+/// `==` (and `Hash`) compare the windows and counts in ticks, as a limiter sees them, and not
+/// the tick: a limiter counts in whatever unit it is fed and keeps no tick in a key's state,
+/// so two limits with the same windows behave the same in it, and a limiter compares a key's
+/// windows with its configured limit to notice a limit change. Compare [`Limit::tick`] as
+/// well where the unit matters (`Limit::per_minute(1, Duration::from_secs(1))` equals
+/// `Limit::new(1, 60)`, though only one of them says its ticks are seconds).
+///
+/// ```
+/// use slidelimit::Limit;
+/// use std::time::Duration;
+/// let ns = Limit::per_minute(100, Duration::from_nanos(1))?;
+/// assert_eq!(ns.tick(), Some(Duration::from_nanos(1)));
+/// // The same 60 s in microseconds, as the Redis limiters count.
+/// let us = ns.in_ticks_of(Duration::from_micros(1))?;
+/// assert_eq!((us.window_ticks(), us.tick()), (60_000_000, Some(Duration::from_micros(1))));
+/// assert_eq!(Limit::new(100, 60)?.tick(), None);
+/// // The same windows in ticks: equal, whatever the ticks say (see above).
+/// assert_eq!(Limit::per_minute(100, Duration::from_secs(1))?, Limit::new(100, 60)?);
+/// # Ok::<(), slidelimit::LimitError>(())
+/// ```
 ///
 /// ```
 /// use slidelimit::{Limit, LimitError};
@@ -55,14 +86,40 @@ pub const MAX_WINDOWS: usize = 4;
 /// assert!(matches!(never, Err(LimitError::WindowNeverBinds { max_requests: 700, window_ticks: 3_600 })));
 /// # Ok::<(), LimitError>(())
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Eq)]
 pub struct Limit {
-    /// The widest window's count and length.
-    max_requests: u64,
+    /// The widest window's length.
     window_ticks: u64,
-    /// The narrower windows as (count, length), narrowest first; unused entries are (0, 0).
-    narrower: [(u64, u64); MAX_WINDOWS - 1],
+    /// The narrower windows' lengths, narrowest first; unused entries are 0.
+    narrower_ticks: [u64; MAX_WINDOWS - 1],
+    /// The widest window's count. Counts are at most [`MAX_REQUESTS`] (2^24), so a `u32`
+    /// holds them, and the tick fits beside them in the 64 bytes the limit took before it
+    /// carried one (a copy sits in every key's window).
+    max_requests: u32,
+    /// The narrower windows' counts, in the order of `narrower_ticks`; unused entries are 0.
+    narrower_requests: [u32; MAX_WINDOWS - 1],
+    /// The length of one tick, for a limit built from durations; `None` for [`Limit::new`]'s
+    /// raw ticks (the caller's unit).
+    tick: Option<Duration>,
 }
+
+/// The windows and counts, not the tick (see "Ticks" in [`Limit`]'s docs): a key's window
+/// keeps no tick, and a limiter compares it with its configured limit to notice a change.
+impl PartialEq for Limit {
+    fn eq(&self, other: &Self) -> bool {
+        self.windows_in_ticks() == other.windows_in_ticks()
+    }
+}
+
+/// Consistent with `==`: the tick is left out.
+impl Hash for Limit {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.windows_in_ticks().hash(state);
+    }
+}
+
+// The counts' narrowing above is lossless.
+const _: () = assert!(MAX_REQUESTS <= u32::MAX as u64);
 
 /// Why a [`Limit`] could not be built.
 #[non_exhaustive]
@@ -106,6 +163,14 @@ pub enum LimitError {
         /// The rate's bits ([`f64::to_bits`]), so that the error stays `Eq`; see
         /// [`LimitError::rate`].
         per_second_bits: u64,
+    },
+    /// [`Limit::and`] joined limits built with different ticks: which unit the joined limit
+    /// is in is unclear (convert one with [`Limit::in_ticks_of`] first).
+    MixedTicks {
+        /// The first limit's tick.
+        first: Duration,
+        /// The second limit's tick.
+        second: Duration,
     },
     /// [`Limit::and`] would give more than [`MAX_WINDOWS`] windows.
     TooManyWindows {
@@ -182,6 +247,11 @@ impl fmt::Display for LimitError {
                 f64::from_bits(*per_second_bits),
                 Limit::MAX_RATE_PERIOD_SECS
             ),
+            Self::MixedTicks { first, second } => write!(
+                f,
+                "limits in ticks of {first:?} and of {second:?} joined; convert one with \
+                 Limit::in_ticks_of first"
+            ),
             Self::TooManyWindows { windows } => write!(
                 f,
                 "{windows} windows asked for; a limit has at most {MAX_WINDOWS}"
@@ -225,18 +295,23 @@ impl Limit {
         if max_requests > MAX_REQUESTS {
             return Err(LimitError::TooManyRequests { max_requests });
         }
-        Ok(Self {
-            max_requests,
-            window_ticks,
-            narrower: [(0, 0); MAX_WINDOWS - 1],
-        })
+        // At most MAX_REQUESTS, which fits in a u32 (asserted above).
+        Ok(Self::single(max_requests as u32, window_ticks, None))
+    }
+
+    /// The length of one tick, for a limit built from a duration or a rate ([`Limit::per`]
+    /// and its wrappers, [`Limit::from_rate`], or [`Limit::in_ticks_of`]); `None` for a limit
+    /// of raw ticks ([`Limit::new`]), whose windows are in the caller's unit.
+    #[must_use]
+    pub const fn tick(&self) -> Option<Duration> {
+        self.tick
     }
 
     /// The most hits the window may hold; for a limit of several windows, the widest
     /// window's (see [`Limit::windows`]).
     #[must_use]
     pub const fn max_requests(&self) -> u64 {
-        self.max_requests
+        self.max_requests as u64
     }
 
     /// The window length, in ticks; for a limit of several windows, the widest window's.
@@ -249,7 +324,7 @@ impl Limit {
     #[must_use]
     pub const fn window_count(&self) -> usize {
         let mut count = 1;
-        while count < MAX_WINDOWS && self.narrower[count - 1].1 != 0 {
+        while count < MAX_WINDOWS && self.narrower_ticks[count - 1] != 0 {
             count += 1;
         }
         count
@@ -258,7 +333,7 @@ impl Limit {
     /// Whether the limit has more than one window.
     #[must_use]
     pub const fn is_layered(&self) -> bool {
-        self.narrower[0].1 != 0
+        self.narrower_ticks[0] != 0
     }
 
     /// The heaviest request any window can ever admit: the narrowest window's count (for a
@@ -266,37 +341,48 @@ impl Limit {
     #[must_use]
     pub const fn max_weight(&self) -> u64 {
         if self.is_layered() {
-            self.narrower[0].0
+            self.narrower_requests[0] as u64
         } else {
-            self.max_requests
+            self.max_requests as u64
         }
     }
 
-    /// Every window as a limit of its own, narrowest (and smallest count) first, the widest
-    /// last.
+    /// Every window as a limit of its own (with this limit's tick), narrowest (and smallest
+    /// count) first, the widest last.
     pub fn windows(&self) -> impl ExactSizeIterator<Item = Limit> + Clone {
         let count = self.window_count();
         let mut all = [self.widest(); MAX_WINDOWS];
-        for (slot, &(max_requests, window_ticks)) in all.iter_mut().zip(&self.narrower[..count - 1])
-        {
-            *slot = Self::single(max_requests, window_ticks);
+        for (i, slot) in all.iter_mut().enumerate().take(count - 1) {
+            *slot = Self::single(self.narrower_requests[i], self.narrower_ticks[i], self.tick);
         }
-        all[count - 1] = self.widest();
         all.into_iter().take(count)
     }
 
-    /// The widest window alone.
+    /// The widest window alone (with this limit's tick).
     #[must_use]
     pub const fn widest(&self) -> Limit {
-        Self::single(self.max_requests, self.window_ticks)
+        Self::single(self.max_requests, self.window_ticks, self.tick)
+    }
+
+    /// What `==` compares: every window and count, not the tick.
+    #[allow(clippy::type_complexity)]
+    fn windows_in_ticks(&self) -> (u64, [u64; MAX_WINDOWS - 1], u32, [u32; MAX_WINDOWS - 1]) {
+        (
+            self.window_ticks,
+            self.narrower_ticks,
+            self.max_requests,
+            self.narrower_requests,
+        )
     }
 
     /// A single window whose count and length come from a valid limit.
-    const fn single(max_requests: u64, window_ticks: u64) -> Self {
+    const fn single(max_requests: u32, window_ticks: u64, tick: Option<Duration>) -> Self {
         Self {
-            max_requests,
             window_ticks,
-            narrower: [(0, 0); MAX_WINDOWS - 1],
+            narrower_ticks: [0; MAX_WINDOWS - 1],
+            max_requests,
+            narrower_requests: [0; MAX_WINDOWS - 1],
+            tick,
         }
     }
 
@@ -313,17 +399,27 @@ impl Limit {
     /// # Ok::<(), LimitError>(())
     /// ```
     ///
+    /// The joined limit keeps the parts' tick ([`Limit::tick`]); a part without one (from
+    /// [`Limit::new`]) is taken to be in the other's.
+    ///
     /// # Errors
+    /// [`LimitError::MixedTicks`] when the parts carry different ticks;
     /// [`LimitError::TooManyWindows`] beyond [`MAX_WINDOWS`]; [`LimitError::DuplicateWindow`]
     /// when two windows have one length; [`LimitError::WindowNeverBinds`] for a window that
     /// another window makes redundant (a wider window with no more hits, or a wider window
     /// whose count `N` is at least `n * ceil(W / w)` for a narrower `n` per `w`).
     pub fn and(self, other: Limit) -> Result<Limit, LimitError> {
+        let tick = match (self.tick, other.tick) {
+            (Some(first), Some(second)) if first != second => {
+                return Err(LimitError::MixedTicks { first, second })
+            }
+            (first, second) => first.or(second),
+        };
         let windows = self.window_count() + other.window_count();
         if windows > MAX_WINDOWS {
             return Err(LimitError::TooManyWindows { windows });
         }
-        let mut all: Vec<(u64, u64)> = self
+        let mut all: Vec<(u32, u64)> = self
             .windows()
             .chain(other.windows())
             .map(|w| (w.max_requests, w.window_ticks))
@@ -340,29 +436,77 @@ impl Limit {
             for &(wide_n, wide_w) in &all[i + 1..] {
                 if wide_n <= narrow_n {
                     return Err(LimitError::WindowNeverBinds {
-                        max_requests: narrow_n,
+                        max_requests: narrow_n.into(),
                         window_ticks: narrow_w,
                     });
                 }
                 // Every span of wide_w ticks lies in ceil(wide_w / narrow_w) spans of
                 // narrow_w, and that many bursts of narrow_n, narrow_w apart, fit in it.
                 let spans = wide_w.div_ceil(narrow_w);
-                if wide_n >= narrow_n.saturating_mul(spans) {
+                if u64::from(wide_n) >= u64::from(narrow_n).saturating_mul(spans) {
                     return Err(LimitError::WindowNeverBinds {
-                        max_requests: wide_n,
+                        max_requests: wide_n.into(),
                         window_ticks: wide_w,
                     });
                 }
             }
         }
         let (max_requests, window_ticks) = all[all.len() - 1];
-        let mut narrower = [(0, 0); MAX_WINDOWS - 1];
-        narrower[..all.len() - 1].copy_from_slice(&all[..all.len() - 1]);
-        Ok(Self {
-            max_requests,
-            window_ticks,
-            narrower,
-        })
+        let mut joined = Self::single(max_requests, window_ticks, tick);
+        for (i, &(narrow_n, narrow_w)) in all[..all.len() - 1].iter().enumerate() {
+            joined.narrower_requests[i] = narrow_n;
+            joined.narrower_ticks[i] = narrow_w;
+        }
+        Ok(joined)
+    }
+
+    /// The same limit counted in ticks of `tick`: every window is rescaled, exactly, from
+    /// this limit's tick to `tick` (the counts stay). A limit without a tick
+    /// ([`Limit::new`]) is returned unchanged: its windows are taken to be in ticks of `tick`
+    /// already.
+    ///
+    /// ```
+    /// use slidelimit::{Limit, LimitError};
+    /// use std::time::Duration;
+    /// let (ns, us, ms) = (Duration::from_nanos(1), Duration::from_micros(1), Duration::from_millis(1));
+    /// let limit = Limit::per_second(10, ns)?.and(Limit::per_minute(100, ns)?)?;
+    /// let in_ms = limit.in_ticks_of(ms)?;
+    /// let windows: Vec<_> = in_ms.windows().map(|w| (w.max_requests(), w.window_ticks())).collect();
+    /// assert_eq!(windows, [(10, 1_000), (100, 60_000)]);
+    /// assert_eq!(in_ms.tick(), Some(ms));
+    ///
+    /// // 1.5 µs is no whole number of microseconds: an error, not a rounded window.
+    /// let short = Limit::per(1, Duration::from_nanos(1_500), ns)?;
+    /// assert!(matches!(short.in_ticks_of(us), Err(LimitError::NotWholeTicks { .. })));
+    ///
+    /// // Raw ticks are the caller's: nothing to convert.
+    /// assert_eq!(Limit::new(5, 60)?.in_ticks_of(us)?, Limit::new(5, 60)?);
+    /// # Ok::<(), LimitError>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`LimitError::ZeroTick`] for a zero `tick`; [`LimitError::NotWholeTicks`] when a
+    /// window is not a whole, nonzero number of `tick`s (its length as `period`);
+    /// [`LimitError::WindowOverflow`] when a window holds more than `u64::MAX` of them.
+    pub fn in_ticks_of(&self, tick: Duration) -> Result<Limit, LimitError> {
+        if tick.is_zero() {
+            return Err(LimitError::ZeroTick);
+        }
+        let Some(from) = self.tick else {
+            return Ok(*self);
+        };
+        if from == tick {
+            return Ok(*self);
+        }
+        let mut converted = *self;
+        converted.tick = Some(tick);
+        converted.window_ticks = rescale(self.window_ticks, from, tick)?;
+        for window_ticks in &mut converted.narrower_ticks[..self.window_count() - 1] {
+            *window_ticks = rescale(*window_ticks, from, tick)?;
+        }
+        // Every window was scaled by the same factor, so their order and every ratio
+        // `Limit::and` checks stay as they were: the converted limit is valid.
+        Ok(converted)
     }
 
     /// `max_requests` hits per `period`, for timestamps counted in ticks of length `tick`.
@@ -409,7 +553,13 @@ impl Limit {
             return Err(LimitError::WindowOverflow { period, tick });
         }
         // The check above makes the cast lossless.
-        Self::new(max_requests, window_ticks as u64)
+        match Self::new(max_requests, window_ticks as u64) {
+            Ok(mut limit) => {
+                limit.tick = Some(tick);
+                Ok(limit)
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// `max_requests` hits per second, in ticks of length `tick`: [`Limit::per`] with a period
@@ -560,15 +710,38 @@ impl Limit {
         let ticks = u32::try_from(self.window_ticks).ok();
         match ticks {
             Some(ticks) => tick.checked_mul(ticks),
+            // Beyond u32 ticks: multiply in nanoseconds, which is exact.
             None => {
-                // Beyond u32 ticks: multiply in nanoseconds, which is exact.
-                let nanos = tick.as_nanos().checked_mul(u128::from(self.window_ticks))?;
-                let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
-                // The remainder is below 1e9, so it fits in a u32.
-                Some(Duration::new(secs, (nanos % 1_000_000_000) as u32))
+                duration_from_nanos(tick.as_nanos().checked_mul(u128::from(self.window_ticks))?)
             }
         }
     }
+}
+
+/// `window_ticks` ticks of `from` as a whole number of ticks of `to` (nonzero).
+fn rescale(window_ticks: u64, from: Duration, to: Duration) -> Result<u64, LimitError> {
+    // A tick is at most u64::MAX seconds, under 2^94 ns, so the product needs a checked
+    // multiply; a window that long cannot be a Duration either.
+    let period_nanos = u128::from(window_ticks).checked_mul(from.as_nanos());
+    let period = period_nanos
+        .and_then(duration_from_nanos)
+        .unwrap_or(Duration::MAX);
+    let Some(period_nanos) = period_nanos else {
+        return Err(LimitError::WindowOverflow { period, tick: to });
+    };
+    let to_nanos = to.as_nanos();
+    if period_nanos % to_nanos != 0 {
+        return Err(LimitError::NotWholeTicks { period, tick: to });
+    }
+    u64::try_from(period_nanos / to_nanos)
+        .map_err(|_| LimitError::WindowOverflow { period, tick: to })
+}
+
+/// `nanos` as a [`Duration`], if it fits.
+fn duration_from_nanos(nanos: u128) -> Option<Duration> {
+    let secs = u64::try_from(nanos / 1_000_000_000).ok()?;
+    // The remainder is below 1e9, so it fits in a u32.
+    Some(Duration::new(secs, (nanos % 1_000_000_000) as u32))
 }
 
 /// The smallest-denominator fraction within a relative tolerance of an `f64`, in exact integer

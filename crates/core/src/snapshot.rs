@@ -107,8 +107,8 @@ pub struct Snapshot<K> {
     pub window: SavedWindow,
     /// The default limit: `(max_requests, window_ticks)`.
     pub default_limit: (u64, u64),
-    /// The length of one tick in nanoseconds, if the limiter was told it
-    /// (`Options::tick`).
+    /// The length of one tick in nanoseconds, if the limiter was told it (`Options::tick`)
+    /// or, failing that, its default limit carries one ([`Limit::tick`]).
     pub tick_nanos: Option<u64>,
     /// The `now` the snapshot was taken at.
     pub taken_at: u64,
@@ -210,8 +210,9 @@ pub enum SnapshotError {
         /// The second position.
         index: usize,
     },
-    /// The snapshot and the limiter were told different tick lengths (`Options::tick`):
-    /// their timestamps do not mean the same time.
+    /// The snapshot and the limiter were told different tick lengths (`Options::tick`, or
+    /// the tick of the default limit, [`Limit::tick`]): their timestamps do not mean the
+    /// same time.
     TickMismatch {
         /// The snapshot's tick, in nanoseconds.
         snapshot: u64,
@@ -337,6 +338,7 @@ impl<K> Snapshot<K> {
         tick_nanos: Option<u64>,
         conversion: Conversion,
     ) -> Result<(), SnapshotError> {
+        let tick_nanos = tick_nanos.or_else(|| tick_nanos_of(window.limit()));
         if let (Some(snapshot), Some(limiter)) = (self.tick_nanos, tick_nanos) {
             if snapshot != limiter {
                 return Err(SnapshotError::TickMismatch { snapshot, limiter });
@@ -368,13 +370,20 @@ impl<K> Snapshot<K> {
             format: SNAPSHOT_FORMAT,
             window: window.kind().into(),
             default_limit: (limit.max_requests(), limit.window_ticks()),
-            tick_nanos,
+            tick_nanos: tick_nanos.or_else(|| tick_nanos_of(limit)),
             taken_at: now,
             removal_floor,
             keys: Vec::new(),
             tombstones: Vec::new(),
         }
     }
+}
+
+/// The tick a limit carries, in nanoseconds (saturated as `Options::tick` saturates), so that
+/// a limiter told no tick still records and checks the unit its limit was built in.
+fn tick_nanos_of(limit: Limit) -> Option<u64> {
+    let nanos = limit.tick()?.as_nanos();
+    Some(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
 
 /// What a window of shape `window` and limit `limit`, whose newest tick is `newest_tick`, may

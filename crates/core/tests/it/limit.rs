@@ -313,3 +313,243 @@ proptest! {
         }
     }
 }
+
+const US: Duration = Duration::from_micros(1);
+
+#[test]
+fn duration_built_limits_carry_their_tick() {
+    assert_eq!(Limit::per(3, SEC, MS).unwrap().tick(), Some(MS));
+    assert_eq!(Limit::per_second(3, NS).unwrap().tick(), Some(NS));
+    assert_eq!(Limit::per_minute(3, SEC).unwrap().tick(), Some(SEC));
+    assert_eq!(Limit::per_hour(3, US).unwrap().tick(), Some(US));
+    assert_eq!(Limit::from_rate(2.5, MS).unwrap().tick(), Some(MS));
+    assert_eq!(
+        Limit::new(3, 10).unwrap().tick(),
+        None,
+        "raw ticks: the caller's unit"
+    );
+    // Every window of a joined limit, and its widest alone, say the same.
+    let layered = Limit::per_second(10, MS)
+        .unwrap()
+        .and(Limit::per_hour(1_000, MS).unwrap())
+        .unwrap();
+    assert_eq!(layered.tick(), Some(MS));
+    assert!(layered.windows().all(|window| window.tick() == Some(MS)));
+    assert_eq!(layered.widest().tick(), Some(MS));
+}
+
+#[test]
+fn and_keeps_one_tick_and_refuses_two() {
+    let raw = Limit::new(10, 1_000).unwrap();
+    let ms = Limit::per_hour(1_000, MS).unwrap();
+    assert_eq!(
+        raw.and(ms).unwrap().tick(),
+        Some(MS),
+        "raw windows join the other's unit"
+    );
+    assert_eq!(ms.and(raw).unwrap().tick(), Some(MS));
+    assert_eq!(
+        raw.and(Limit::new(100, 60_000).unwrap()).unwrap().tick(),
+        None
+    );
+    // 10 per second in milliseconds and 1,000 per hour in seconds: which unit is meant?
+    assert_eq!(
+        Limit::per_second(10, MS)
+            .unwrap()
+            .and(Limit::per_hour(1_000, SEC).unwrap()),
+        Err(LimitError::MixedTicks {
+            first: MS,
+            second: SEC
+        })
+    );
+    // Converted first, they join.
+    let joined = Limit::per_second(10, MS)
+        .unwrap()
+        .and(
+            Limit::per_hour(1_000, SEC)
+                .unwrap()
+                .in_ticks_of(MS)
+                .unwrap(),
+        )
+        .unwrap();
+    let windows: Vec<_> = joined.windows().map(parts).collect();
+    assert_eq!(windows, [(10, 1_000), (1_000, 3_600_000)]);
+    assert_eq!(
+        LimitError::MixedTicks {
+            first: MS,
+            second: SEC
+        }
+        .to_string(),
+        "limits in ticks of 1ms and of 1s joined; convert one with Limit::in_ticks_of first"
+    );
+}
+
+#[test]
+fn in_ticks_of_rescales_every_window_exactly() {
+    // The trap: a minute in nanoseconds is 60,000,000 microseconds, not 60,000.
+    let minute = Limit::per_minute(100, NS).unwrap();
+    let in_us = minute.in_ticks_of(US).unwrap();
+    assert_eq!(parts(in_us), (100, 60_000_000));
+    assert_eq!(in_us.tick(), Some(US));
+    // Both ways: to a shorter tick, too.
+    assert_eq!(parts(in_us.in_ticks_of(NS).unwrap()), (100, 60_000_000_000));
+    assert_eq!(parts(minute.in_ticks_of(SEC).unwrap()), (100, 60));
+    // The same tick: unchanged.
+    assert_eq!(minute.in_ticks_of(NS).unwrap().tick(), Some(NS));
+    assert_eq!(parts(minute.in_ticks_of(NS).unwrap()), parts(minute));
+    // Every window of a layered limit, counts kept.
+    let layered = Limit::per_second(10, NS)
+        .unwrap()
+        .and(Limit::per_minute(100, NS).unwrap())
+        .and_then(|limit| limit.and(Limit::per_hour(1_000, NS).unwrap()))
+        .unwrap();
+    let windows: Vec<_> = layered
+        .in_ticks_of(MS)
+        .unwrap()
+        .windows()
+        .map(parts)
+        .collect();
+    assert_eq!(windows, [(10, 1_000), (100, 60_000), (1_000, 3_600_000)]);
+    assert_eq!(layered.in_ticks_of(MS).unwrap().max_weight(), 10);
+    // A limit of raw ticks is taken to be in the new unit already.
+    let raw = Limit::new(5, 7).unwrap();
+    assert_eq!(raw.in_ticks_of(US).unwrap().tick(), None);
+    assert_eq!(parts(raw.in_ticks_of(US).unwrap()), (5, 7));
+}
+
+#[test]
+fn in_ticks_of_never_rounds() {
+    let short = Limit::per(1, Duration::from_nanos(1_500), NS).unwrap();
+    assert_eq!(
+        short.in_ticks_of(US),
+        Err(LimitError::NotWholeTicks {
+            period: Duration::from_nanos(1_500),
+            tick: US,
+        })
+    );
+    // Shorter than one new tick: not rounded up to one.
+    assert_eq!(
+        Limit::per(1, Duration::from_nanos(999), NS)
+            .unwrap()
+            .in_ticks_of(US),
+        Err(LimitError::NotWholeTicks {
+            period: Duration::from_nanos(999),
+            tick: US,
+        })
+    );
+    // One narrower window that does not divide is enough.
+    let layered = Limit::per(1, Duration::from_millis(1_500), MS)
+        .unwrap()
+        .and(Limit::per_minute(30, MS).unwrap())
+        .unwrap();
+    assert!(matches!(
+        layered.in_ticks_of(SEC),
+        Err(LimitError::NotWholeTicks { period, tick: SEC }) if period == Duration::from_millis(1_500)
+    ));
+    assert_eq!(
+        Limit::per_second(1, MS)
+            .unwrap()
+            .in_ticks_of(Duration::ZERO),
+        Err(LimitError::ZeroTick)
+    );
+    // u64::MAX seconds in nanoseconds is past u64::MAX ticks.
+    let longest = Limit::per(1, Duration::from_secs(u64::MAX), SEC).unwrap();
+    assert_eq!(
+        longest.in_ticks_of(NS),
+        Err(LimitError::WindowOverflow {
+            period: Duration::from_secs(u64::MAX),
+            tick: NS,
+        })
+    );
+}
+
+#[test]
+fn equality_compares_windows_in_ticks_not_the_tick() {
+    use std::collections::HashSet;
+    // What a limiter sees: the same windows and counts.
+    let seconds = Limit::per_minute(100, SEC).unwrap();
+    let raw = Limit::new(100, 60).unwrap();
+    assert_eq!(seconds, raw);
+    assert_ne!(seconds.tick(), raw.tick(), "the tick tells them apart");
+    let set: HashSet<Limit> = [seconds, raw].into_iter().collect();
+    assert_eq!(set.len(), 1, "Hash agrees with ==");
+    // Different windows stay different, whatever the tick.
+    assert_ne!(
+        Limit::per_minute(100, SEC).unwrap(),
+        Limit::per_minute(100, MS).unwrap()
+    );
+    assert_ne!(
+        Limit::per_second(10, MS).unwrap(),
+        Limit::per_second(10, MS)
+            .unwrap()
+            .and(Limit::per_hour(1_000, MS).unwrap())
+            .unwrap()
+    );
+}
+
+#[test]
+fn the_tick_costs_no_memory() {
+    // A copy of the limit sits in each key's window: it took 64 bytes on 64-bit targets
+    // before it carried a tick ((u64, u64) for the widest window and three more pairs), and
+    // it takes no more now (the counts, at most 2^24, are u32s).
+    assert!(
+        std::mem::size_of::<Limit>() <= 64,
+        "{} bytes",
+        std::mem::size_of::<Limit>()
+    );
+}
+
+#[test]
+fn snapshots_record_the_limits_tick_and_restores_check_it() {
+    use slidelimit::{Conversion, LockFreeLimiter, RateLimiter, SavedState, SnapshotError};
+    let in_ms = Limit::per_second(2, MS).unwrap();
+    let original: LockFreeLimiter<u64> = LockFreeLimiter::new(in_ms);
+    assert!(original.check_and_hit(&1, 100));
+    let snapshot = original.snapshot(100);
+    assert_eq!(
+        snapshot.tick_nanos,
+        Some(1_000_000),
+        "the limit's tick, unasked"
+    );
+
+    // The same limit: restored, and the limiter's limit keeps its tick.
+    let same: LockFreeLimiter<u64> = LockFreeLimiter::new(in_ms);
+    same.restore(&snapshot, 100, Conversion::Exact).unwrap();
+    assert_eq!(same.limit().tick(), Some(MS));
+    assert!(same.check_and_hit(&1, 200));
+    assert!(
+        !same.check_and_hit(&1, 300),
+        "the restored hit at 100 counts"
+    );
+
+    // Two per second in microseconds: the snapshot's ticks would be read as microseconds.
+    let in_us: LockFreeLimiter<u64> = LockFreeLimiter::new(Limit::per_second(2, US).unwrap());
+    assert!(matches!(
+        in_us.restore(&snapshot, 100, Conversion::ToLimiter),
+        Err(SnapshotError::TickMismatch {
+            snapshot: 1_000_000,
+            limiter: 1_000
+        })
+    ));
+    // A limiter of raw ticks says nothing about its unit: restored as before.
+    let raw: LockFreeLimiter<u64> = LockFreeLimiter::new(Limit::new(2, 1_000).unwrap());
+    assert!(raw.restore(&snapshot, 100, Conversion::Exact).is_ok());
+}
+
+proptest! {
+    /// Any window in any of four ticks goes to nanoseconds and back unchanged, and its length
+    /// in time stays the same.
+    #[test]
+    fn in_ticks_of_round_trips(
+        count in 1u64..=1_000,
+        window in 1u64..=1_000_000,
+        tick in prop_oneof![Just(NS), Just(US), Just(MS), Just(SEC)],
+    ) {
+        let limit = Limit::per(count, tick * u32::try_from(window).unwrap(), tick).unwrap();
+        let in_ns = limit.in_ticks_of(NS).unwrap();
+        prop_assert_eq!(in_ns.window_duration(NS), limit.window_duration(tick));
+        let back = in_ns.in_ticks_of(tick).unwrap();
+        prop_assert_eq!(parts(back), parts(limit));
+        prop_assert_eq!(back.tick(), Some(tick));
+    }
+}
