@@ -2,6 +2,8 @@
 //! refused with a retry-after of `r` is refused here until `r` has passed, without a round
 //! trip.
 
+use std::cell::Cell;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{BuildHasher, Hash};
@@ -14,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::{Answer, Decide, Decision};
 use crate::keyed::{process_hasher, KeyHasher};
 use crate::limit::Limit;
-use crate::window::Status;
+use crate::window::{Status, WindowStatuses};
 
 /// Shards of the cache, each behind its own lock: a flood of refusals on many keys from many
 /// tasks does not queue on one mutex.
@@ -25,11 +27,78 @@ const SHARDS: usize = 16;
 /// pass per that many insertions.
 const PURGE_GROWTH: usize = 1024;
 
-/// A refusal to repeat until `until`.
-#[derive(Clone, Copy, Debug)]
+/// A refusal to repeat until `until`: the limiter's answer, whose waits are counted down
+/// when it is repeated ([`Refusal::answer`]).
+#[derive(Debug)]
 struct Refusal {
     until: Instant,
     limit: Limit,
+    /// The status the limiter answered, its wait the one `until` ends.
+    status: Status,
+    windows: Windows,
+}
+
+/// A refusal's window statuses, kept in as little room as the common cases allow: a map entry
+/// is 120 bytes with these (80 before the windows were kept), where four statuses inline would
+/// make it 216.
+#[derive(Debug)]
+enum Windows {
+    /// The limiter gave none.
+    Absent,
+    /// A single window's, [`WindowStatuses::single`] of the refusal's status (a Redis
+    /// limiter's, or an in-process limiter's default): rebuilt from it, not kept twice.
+    Single,
+    /// Any other (a limit of several windows), on the heap: one allocation per remembered
+    /// refusal, after a round trip that costs far more.
+    Kept(Box<WindowStatuses>),
+}
+
+impl Refusal {
+    /// The answer to repeat at `at`, before `until`: the limiter's, each wait counted down
+    /// by the time since the question was sent, rounded up (never a shorter wait than is
+    /// left), the binding window's and the status's at least 1 tick. Counts and remaining
+    /// are the limiter's: the cache cannot see what they became.
+    fn answer(&self, at: Instant, tick: Duration) -> Answer {
+        let left = self.until.saturating_duration_since(at);
+        let remembered = ticks_to_duration(self.status.retry_after_ticks, tick);
+        // Each wait ends as long before or after `until` as the limiter's answer put it
+        // before or after the remembered one: the binding window's (the longest) ends at
+        // `until`, a shorter one earlier, down to 0.
+        let count_down = |wait: u64| {
+            duration_to_ticks(
+                left.saturating_add(ticks_to_duration(wait, tick))
+                    .saturating_sub(remembered),
+                tick,
+            )
+        };
+        let status = Status {
+            retry_after_ticks: count_down(self.status.retry_after_ticks).max(1),
+            ..self.status
+        };
+        let windows = match &self.windows {
+            Windows::Absent => None,
+            Windows::Single => Some(WindowStatuses::single(status)),
+            Windows::Kept(windows) => {
+                let binding = windows.binding();
+                // `map` visits the windows in order; the index finds the binding one.
+                let index = Cell::new(0);
+                Some(windows.map(|window| {
+                    let wait = count_down(window.retry_after_ticks);
+                    let is_binding = index.replace(index.get() + 1) == binding;
+                    Status {
+                        retry_after_ticks: if is_binding { wait.max(1) } else { wait },
+                        ..window
+                    }
+                }))
+            }
+        };
+        Answer::Decided {
+            admitted: false,
+            limit: self.limit,
+            status: Some(status),
+            windows,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -127,10 +196,11 @@ impl<K: Hash + Eq + Clone> RefusalMemory<K> {
     pub fn check(&self, key: &K, tick: Duration) -> Result<Answer, Asking> {
         let at = Instant::now();
         let asking = Asking { at, tick };
-        let refusal = {
+        let answer = {
             let mut shard = lock(self.shard(key));
-            match shard.refused.get(key).copied() {
-                Some(refusal) if refusal.until > at => Some(refusal),
+            match shard.refused.get(key) {
+                // Read under the lock: a few multiplications, and no copy of the windows.
+                Some(refusal) if refusal.until > at => Some(refusal.answer(at, tick)),
                 Some(_) => {
                     shard.refused.remove(key);
                     None
@@ -138,22 +208,13 @@ impl<K: Hash + Eq + Clone> RefusalMemory<K> {
                 None => None,
             }
         };
-        let Some(refusal) = refusal else {
+        let Some(answer) = answer else {
             self.count_asked();
             return Err(asking);
         };
         // Relaxed: a count for reports.
         self.served.fetch_add(1, Ordering::Relaxed);
-        Ok(Answer::Decided {
-            admitted: false,
-            limit: refusal.limit,
-            status: Some(Status {
-                count: refusal.limit.max_requests(),
-                remaining: 0,
-                retry_after_ticks: duration_to_ticks(refusal.until - at, tick).max(1),
-            }),
-            windows: None,
-        })
+        Ok(answer)
     }
 
     /// Remembers `answer` (to the question `asking` stands for) for `key` if it is a refusal
@@ -165,7 +226,7 @@ impl<K: Hash + Eq + Clone> RefusalMemory<K> {
             admitted: false,
             limit,
             status: Some(status),
-            ..
+            windows,
         } = answer
         else {
             return;
@@ -173,21 +234,30 @@ impl<K: Hash + Eq + Clone> RefusalMemory<K> {
         if status.retry_after_ticks == 0 {
             return;
         }
+        let windows = match windows {
+            None => Windows::Absent,
+            Some(windows) if windows == WindowStatuses::single(status) => Windows::Single,
+            Some(windows) => Windows::Kept(Box::new(windows)),
+        };
         let refusal = Refusal {
             until: asked_at + ticks_to_duration(status.retry_after_ticks, tick),
             limit,
+            status,
+            windows,
         };
         let mut shard = lock(self.shard(key));
         let shard = &mut *shard;
-        shard
-            .refused
-            .entry(key.clone())
-            .and_modify(|held| {
-                if refusal.until > held.until {
-                    *held = refusal;
+        match shard.refused.entry(key.clone()) {
+            Entry::Occupied(mut held) => {
+                // The later end wins: a refusal answered out of order never shortens a wait.
+                if refusal.until > held.get().until {
+                    held.insert(refusal);
                 }
-            })
-            .or_insert(refusal);
+            }
+            Entry::Vacant(vacant) => {
+                vacant.insert(refusal);
+            }
+        }
         if shard.refused.len() >= shard.purge_at {
             let now = Instant::now();
             shard.refused.retain(|_, held| held.until > now);
@@ -384,11 +454,13 @@ mod tests {
             this.calls.fetch_add(1, Ordering::Relaxed);
             let now = u64::try_from(this.start.elapsed().as_millis()).unwrap_or(u64::MAX);
             let admitted = this.limiter.check_and_hit(key, now);
+            // Every window, as an in-process limiter answers (see `decide_here`).
+            let windows = this.limiter.window_statuses(key, now);
             Decision::Ready(Answer::Decided {
                 admitted,
                 limit: this.limiter.limit(),
-                status: Some(this.limiter.status(key, now)),
-                windows: None,
+                status: Some(windows.tightest()),
+                windows: Some(windows),
             })
         }
         fn tick(&self) -> Option<Duration> {
@@ -396,11 +468,210 @@ mod tests {
         }
     }
 
+    fn timed(limit: Limit) -> Arc<Timed> {
+        Arc::new(Timed {
+            limiter: LockFreeLimiter::new(limit),
+            start: Instant::now(),
+            calls: AtomicU64::new(0),
+        })
+    }
+
     fn answer_of(decision: Decision<impl Sized>) -> Answer {
         match decision {
             Decision::Ready(answer) => answer,
             Decision::Pending(_) => unreachable!("answers at once"),
         }
+    }
+
+    fn status(count: u64, remaining: u64, retry_after_ticks: u64) -> Status {
+        Status {
+            count,
+            remaining,
+            retry_after_ticks,
+        }
+    }
+
+    /// A refusal with `windows`, as the binding status reports it.
+    fn refusal(limit: Limit, windows: WindowStatuses) -> Answer {
+        Answer::Decided {
+            admitted: false,
+            limit,
+            status: Some(windows.tightest()),
+            windows: Some(windows),
+        }
+    }
+
+    /// Remembers `answer` for key 1 as asked `ago`, in ticks of `tick`, and repeats it.
+    fn remembered_and_repeated(answer: Answer, ago: Duration, tick: Duration) -> Answer {
+        let memory = RefusalMemory::new();
+        let at = Instant::now()
+            .checked_sub(ago)
+            .expect("a monotonic clock that has run that long");
+        memory.remember(&1_u64, Asking { at, tick }, answer);
+        let repeated = memory.check(&1, tick).expect("remembered");
+        assert_eq!((memory.served_locally(), memory.asked()), (1, 0));
+        repeated
+    }
+
+    #[test]
+    fn a_repeated_refusal_carries_every_window_its_waits_counted_down() {
+        // Ticks of 4 s, the question sent 6 s ago: a wait of 12 s has 6 s left, 2 ticks
+        // rounded up, for as long as the test takes under 2 s from `remember` to `check`.
+        let tick = Duration::from_secs(4);
+        let ago = Duration::from_secs(6);
+        let layered = Limit::new(5, 1)
+            .unwrap()
+            .and(Limit::new(12, 4).unwrap())
+            .unwrap();
+
+        // Both windows full; the wider, waiting longer, binds.
+        let fresh = WindowStatuses::from_windows([status(5, 0, 1), status(12, 0, 3)]);
+        let repeated = remembered_and_repeated(refusal(layered, fresh), ago, tick);
+        let counted = WindowStatuses::from_windows([status(5, 0, 0), status(12, 0, 2)]);
+        assert_eq!(
+            repeated,
+            Answer::Decided {
+                admitted: false,
+                limit: layered,
+                status: Some(status(12, 0, 2)),
+                windows: Some(counted),
+            },
+            "names and remaining as the limiter said; the narrow window's wait has passed"
+        );
+        let Answer::Decided {
+            windows: Some(windows),
+            status: Some(binding),
+            ..
+        } = repeated
+        else {
+            unreachable!()
+        };
+        assert_eq!(
+            (windows.binding(), windows.tightest()),
+            (1, binding),
+            "the same window binds, and the status is still its"
+        );
+
+        // The narrow window binds with a wait shorter than the wide one's (which still had
+        // room when the limiter looked): its wait has passed, but it is shown as 1 tick.
+        let fresh = WindowStatuses::from_windows([status(5, 0, 1), status(11, 1, 3)]);
+        let repeated = remembered_and_repeated(refusal(layered, fresh), ago, tick);
+        assert_eq!(
+            repeated,
+            Answer::Decided {
+                admitted: false,
+                limit: layered,
+                status: Some(status(5, 0, 2)),
+                windows: Some(WindowStatuses::from_windows([
+                    status(5, 0, 1),
+                    status(11, 1, 2)
+                ])),
+            }
+        );
+
+        // A single window's statuses, and none.
+        let single = Limit::new(5, 3).unwrap();
+        let repeated = remembered_and_repeated(
+            refusal(single, WindowStatuses::single(status(5, 0, 3))),
+            ago,
+            tick,
+        );
+        assert_eq!(
+            repeated,
+            refusal(single, WindowStatuses::single(status(5, 0, 2)))
+        );
+        let without = Answer::Decided {
+            admitted: false,
+            limit: single,
+            status: Some(status(5, 0, 3)),
+            windows: None,
+        };
+        let repeated = remembered_and_repeated(without, ago, tick);
+        assert_eq!(
+            repeated,
+            Answer::Decided {
+                admitted: false,
+                limit: single,
+                status: Some(status(5, 0, 2)),
+                windows: None,
+            }
+        );
+    }
+
+    #[test]
+    fn cached_refusals_of_a_layered_limit_repeat_the_limiters_windows() {
+        // 2 per 200 ms and 3 per 2 s, in ticks of 1 ms: the third call is refused by the
+        // narrow window, with 1 left in the wide one.
+        let layered = Limit::new(2, 200)
+            .unwrap()
+            .and(Limit::new(3, 2_000).unwrap())
+            .unwrap();
+        let inner = timed(layered);
+        let cache = Arc::new(CachedRefusals::new(Arc::clone(&inner)));
+        let decide = || answer_of(CachedRefusals::decide(&cache, &1, 0, true));
+        assert!(decide().admitted() && decide().admitted());
+        let fresh = decide();
+        let cached = decide();
+        // Relaxed: one thread made every call.
+        assert_eq!(
+            inner.calls.load(Ordering::Relaxed),
+            3,
+            "the fourth was cached"
+        );
+        assert_eq!(cache.memory().served_locally(), 1);
+        let windows = |answer: Answer| match answer {
+            Answer::Decided {
+                admitted: false,
+                limit,
+                status: Some(status),
+                windows: Some(windows),
+            } => (limit, status, windows),
+            other => panic!("a refusal with every window: {other:?}"),
+        };
+        let (fresh_limit, fresh_status, fresh_windows) = windows(fresh);
+        let (cached_limit, cached_status, cached_windows) = windows(cached);
+        assert_eq!(cached_limit, fresh_limit);
+        assert_eq!(
+            (fresh_windows.len(), fresh_windows.binding()),
+            (2, 0),
+            "{fresh_windows:?}"
+        );
+        assert_eq!(
+            (cached_windows.len(), cached_windows.binding()),
+            (2, 0),
+            "{cached_windows:?}"
+        );
+        for (fresh, cached) in fresh_windows.iter().zip(cached_windows.iter()) {
+            assert_eq!(
+                (cached.count, cached.remaining),
+                (fresh.count, fresh.remaining)
+            );
+            assert!(
+                cached.retry_after_ticks <= fresh.retry_after_ticks,
+                "never longer: {cached:?} after {fresh:?}"
+            );
+        }
+        assert_eq!(fresh_windows.iter().nth(1).unwrap().remaining, 1);
+        assert!(
+            (1..=fresh_status.retry_after_ticks).contains(&cached_status.retry_after_ticks),
+            "{cached_status:?} after {fresh_status:?}"
+        );
+        assert_eq!(
+            (cached_status.count, cached_status.remaining),
+            (fresh_status.count, fresh_status.remaining),
+            "the binding window's, not the widest's"
+        );
+    }
+
+    #[test]
+    fn a_remembered_refusal_stays_small() {
+        // 16 (Instant) + 64 (Limit) + 24 (Status) + 16 (windows: a tag and a pointer): the
+        // four statuses inline would add 96.
+        assert!(
+            std::mem::size_of::<Refusal>() <= 120,
+            "{}",
+            std::mem::size_of::<Refusal>()
+        );
     }
 
     #[test]
