@@ -10,7 +10,9 @@
 //! `e >= head - L`), the window's other admissions have ticks above `t - W >= (e - B)·w`
 //! (because `B·w >= W`), so epochs at least `e - B >= head - B - L`: all retained, all in the
 //! total it compared. A refusal writes nothing. Memory per key: `B + 1 + L` fields and two
-//! more, whatever `N`.
+//! more, whatever `N`. For a limit of several windows each window keeps such fields of its
+//! own, with the core's geometry of that window ([`RollingBuckets::windows`]), so the same
+//! argument holds per window.
 
 use slidelimit::raw::Algorithm;
 use slidelimit::RollingBuckets;
@@ -46,7 +48,9 @@ pub(crate) fn args(
         n.to_string(),
         ttl_ms.to_string(),
     ];
-    // Each narrower window with its own geometry, as the core's buckets build it.
+    // Each narrower window with its own geometry, as the core's buckets build it
+    // (`RollingBuckets::windows`): the configured B clamped to that window's W, not the count
+    // the widest window kept.
     crate::exact::narrower_args(window.limit(), &mut args, |narrow| {
         let narrow = window.with_limit(narrow);
         [

@@ -6,7 +6,8 @@
 -- ARGV     op ('check' | 'hit' | 'status'), now ('' = the server's TIME in microseconds),
 --          bucket_ticks, buckets B, lateness L (buckets), max, n, ttl_ms; then, for a limit of
 --          several windows, how many narrower windows it has and each one's (bucket_ticks,
---          B, max), narrowest first
+--          B, max), narrowest first (the core's geometry of that window: the configured B
+--          clamped to its own W)
 -- Returns  {granted, total after, retry-after ticks, now, 0, too-late flag, 0}, then for a
 --          limit of several windows each window's {total, retry-after ticks}, narrowest
 --          first, the widest last; the retry-after at index 3 is then the longest of them

@@ -73,6 +73,39 @@ fn buckets_script_answers_as_the_core_window_by_window() {
     matches_the_core("layered-buckets", Options::new().buckets(5), &local);
 }
 
+/// Issue 35: `B = 6` does not divide the wide window of 10 ticks (5 buckets of 2 there), but
+/// the narrow window of 6 ticks gets its own 6 buckets of one tick, reach 8: the script takes
+/// each window's geometry from the core's and answers as the core does.
+#[test]
+fn buckets_script_gives_each_window_the_configured_count_clamped_to_it() {
+    let lim = layered(&[(3, 6), (5, 10)]);
+    let (limiter, clock) = manual("layered-geometry", lim, Options::new().buckets(6));
+    assert!(limiter.check_and_hit_n("k", 3).unwrap().admitted);
+    let statuses = |now| -> Vec<(u64, u64, u64)> {
+        clock.set(now);
+        limiter
+            .window_statuses("k")
+            .unwrap()
+            .iter()
+            .map(|s| (s.count, s.remaining, s.retry_after_ticks))
+            .collect()
+    };
+    // (count, remaining, retry): the narrow window's wait is one one-tick bucket.
+    assert_eq!(statuses(7), [(3, 0, 1), (3, 2, 0)], "at 7");
+    assert!(
+        !limiter.check_and_hit("k").unwrap().admitted,
+        "7 is within the reach"
+    );
+    assert_eq!(statuses(8), [(0, 3, 0), (3, 2, 0)], "at 8");
+    assert!(
+        limiter.check_and_hit("k").unwrap().admitted,
+        "8 is past the reach"
+    );
+
+    let local = LockFreeLimiter::<String, RollingBuckets>::bucketed(lim, 6).unwrap();
+    matches_the_core("layered-geometry-trace", Options::new().buckets(6), &local);
+}
+
 #[test]
 fn a_refused_call_leaves_no_capacity_behind() {
     // As the core's test: 115 and 116 find room in 2 per 10 but not in 3 per 100, and are
