@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use slidelimit::WeightError;
+use slidelimit::{LimitError, WeightError};
 
 /// Why a limiter call gave no decision. Every failure of the server, the network or the
 /// script is one of these, never a panic and never a wait past the configured timeout.
@@ -32,6 +32,9 @@ pub enum Error {
     /// The limiter could not be built: a malformed URL, a bucket geometry the window cannot
     /// take, a local share of zero.
     Config(String),
+    /// The limit cannot be counted in the Redis limiters' microseconds: a limit built from
+    /// durations whose window is not a whole number of them (`Limit::in_ticks_of`).
+    Limit(LimitError),
     /// A caller-supplied tick at or above 2^53: sorted-set scores are doubles, exact only
     /// below that.
     TickOutOfRange {
@@ -73,6 +76,10 @@ impl fmt::Display for Error {
             Self::Reply(detail) => write!(f, "unexpected reply from Redis: {detail}"),
             Self::Weight(err) => write!(f, "{err}"),
             Self::Config(detail) => write!(f, "invalid limiter configuration: {detail}"),
+            Self::Limit(err) => write!(
+                f,
+                "the limit cannot be counted in the Redis limiters' microseconds: {err}"
+            ),
             Self::TickOutOfRange { now } => {
                 write!(
                     f,
@@ -88,6 +95,7 @@ impl std::error::Error for Error {
         match self {
             Self::Connection(err) | Self::Server(err) => Some(err),
             Self::Weight(err) => Some(err),
+            Self::Limit(err) => Some(err),
             _ => None,
         }
     }

@@ -139,6 +139,8 @@ impl LeasedLimiter {
         batch: u64,
         lease_ticks: u64,
     ) -> Result<Self, Error> {
+        // In microseconds before the lease's own limit is built from its window below.
+        let limit = crate::limiter::in_micros(limit)?;
         if limit.is_layered() {
             return Err(Error::Config(
                 "a leased limiter takes a limit of one window (a lease is a batch of one \

@@ -228,13 +228,48 @@ fn ttl_ms(window_ticks: u64, slack: Duration) -> u64 {
         .max(1)
 }
 
+/// The Redis limiters' tick: `TIME`'s resolution, and the unit of every score and window.
+pub(crate) const MICROSECOND: Duration = Duration::from_micros(1);
+
+/// `limit` in the Redis limiters' microseconds: a limit built from durations
+/// ([`Limit::tick`]) is rescaled exactly, one of raw ticks is taken to be in microseconds.
+///
+/// # Errors
+/// [`Error::Limit`] for a window that is not a whole number of microseconds (or holds more
+/// than `u64::MAX` of them).
+pub(crate) fn in_micros(limit: Limit) -> Result<Limit, Error> {
+    limit.in_ticks_of(MICROSECOND).map_err(Error::Limit)
+}
+
 impl RedisLimiter {
-    /// A limiter of `limit` (ticks in microseconds) on the server at `url`
-    /// (`redis://host:port/db`). Connects lazily, on the first call.
+    /// A limiter of `limit` on the server at `url` (`redis://host:port/db`). Connects
+    /// lazily, on the first call.
+    ///
+    /// The limiter counts in microseconds. A limit built from durations
+    /// (`Limit::per_minute(100, Duration::from_nanos(1))`, say) is converted to them
+    /// ([`Limit::in_ticks_of`], exactly); a limit of raw ticks ([`Limit::new`]) is taken to
+    /// be in microseconds already. [`RedisLimiter::limit`] is the converted limit.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use slidelimit::Limit;
+    /// use slidelimit_redis::{Error, Options, RedisLimiter};
+    ///
+    /// // The nanosecond limit of the in-process limiters means the same minute here.
+    /// let limit = Limit::per_minute(100, Duration::from_nanos(1))?;
+    /// let limiter = RedisLimiter::new("redis://127.0.0.1:1/", limit, Options::new())?;
+    /// assert_eq!(limiter.limit().window_ticks(), 60_000_000);
+    /// // 1.5 µs is no whole number of microseconds: refused, not rounded.
+    /// let short = Limit::per(1, Duration::from_nanos(1_500), Duration::from_nanos(1))?;
+    /// let err = RedisLimiter::new("redis://127.0.0.1:1/", short, Options::new()).unwrap_err();
+    /// assert!(matches!(err, Error::Limit(_)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::Config`] for a malformed URL, a bucket count the window cannot take, or a
-    /// local fallback share of zero.
+    /// local fallback share of zero; [`Error::Limit`] for a limit whose windows are not whole
+    /// numbers of microseconds.
     pub fn new(url: &str, limit: Limit, options: Options) -> Result<Self, Error> {
         let pool = Pool::new(url, options.timeout).map_err(|err| match err {
             Error::Timeout { .. } => err,
@@ -248,7 +283,10 @@ impl RedisLimiter {
 }
 
 impl Setup {
+    /// Every Redis limiter is built here, so each converts its limit to microseconds
+    /// ([`in_micros`]) before anything reads its windows.
     pub(crate) fn new(limit: Limit, options: &Options) -> Result<Self, Error> {
+        let limit = in_micros(limit)?;
         // The server's clock serializes calls in time order (unless it steps back), so a
         // small tolerance suffices and keeps the log near `N` members; callers' clocks
         // disagree, so they get a whole window.
@@ -359,7 +397,8 @@ impl Setup {
 }
 
 impl RedisLimiter {
-    /// The limit enforced per key, across every process sharing the server.
+    /// The limit enforced per key, across every process sharing the server, in microseconds
+    /// (converted from the limit given to [`RedisLimiter::new`]).
     #[must_use]
     pub const fn limit(&self) -> Limit {
         self.setup.limit()
