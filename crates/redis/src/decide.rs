@@ -3,7 +3,8 @@
 //! - [`AsyncRedisLimiter`] (the exact log or the rolling buckets) answers after one round trip
 //!   on its multiplexed connection, and remembers its refusals (on by default,
 //!   [`Options::refusal_cache`](crate::Options::refusal_cache)): a key it refused is refused
-//!   again here until the retry-after has passed, without a round trip;
+//!   again here until the retry-after has passed, without a round trip, with Redis's status
+//!   and every window's, the waits counted down (`slidelimit::decide::RefusalMemory`);
 //! - [`LeasedLimiter`] answers at once from the lease in hand (or a refusal it remembers), and
 //!   takes a new lease on tokio's blocking pool (`spawn_blocking`), so its blocking round trip
 //!   holds a pool thread, never a runtime worker. An admission from a lease carries no window

@@ -115,6 +115,12 @@ struct Shard<K> {
 /// - **It can only refuse.** Admissions always come from the limiter; the memory answers only
 ///   keys the limiter refused, and only within the wait it gave, counted from when the
 ///   question was sent. So it never admits more than the limiter would.
+/// - **What it answers** is the limiter's refusal: its limit, status and every window's status
+///   (for a limit of several windows, so that a layer reports each window as the limiter
+///   did), with counts and remaining as the limiter gave them and each wait counted down by
+///   the time since the question was sent, rounded up to whole ticks (never shorter than what
+///   is left; the binding window's and the status's at least 1 tick, a narrower window's down
+///   to 0 once it has passed).
 /// - **What it can cost:** a refusal that the limiter would have lifted early. A raised limit
 ///   (or a key's window cleared on the server) takes effect for a remembered key only when its
 ///   wait ends: at most the retry-after it was refused with (one window for the exact log).

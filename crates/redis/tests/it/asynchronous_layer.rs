@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::{Request, Response, StatusCode};
-use slidelimit_redis::{AsyncRedisLimiter, FailurePolicy, LeasedLimiter, Options};
+use slidelimit::ManualClock;
+use slidelimit_redis::{AsyncRedisLimiter, FailurePolicy, LeasedLimiter, Options, TimeSource};
 use slidelimit_tower::{Header, RateLimitLayer};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
@@ -264,6 +265,115 @@ fn asynchronous_refusal_cache_answers_a_flood_without_round_trips() {
             tasks * each
         );
         assert_eq!(cache.remembered(), 1);
+    });
+}
+
+/// What a 429 carries: `RateLimit-Policy`, `RateLimit` and `Retry-After`.
+type Refusal = (Option<String>, Option<String>, Option<String>);
+
+#[test]
+fn asynchronous_refusal_cache_repeats_every_window_of_a_layered_limit() {
+    runtime().block_on(async {
+        // Redis decides on a frozen caller clock, so its answers are exact; the cache counts
+        // its waits down in this process's real time.
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let options = Options::new()
+            .prefix("layer-layered-cache")
+            .timeout(TIMEOUT)
+            .time(TimeSource::Caller(clock.clone()));
+        let layered = limit(5, 1_000_000)
+            .and(limit(12, 4_000_000))
+            .expect("a layered limit");
+        let limiter =
+            Arc::new(AsyncRedisLimiter::new(&shared().url(), layered, options).expect("limiter"));
+        let front_end = service(Arc::clone(&limiter));
+        let cache = limiter.refusal_cache().expect("on by default");
+        let refused = |key: &'static str| {
+            let front_end = front_end.clone();
+            async move {
+                let response = front_end.oneshot(get(key)).await.unwrap();
+                assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS, "{key}");
+                (
+                    field(&response, "ratelimit-policy"),
+                    field(&response, "ratelimit"),
+                    field(&response, "retry-after"),
+                )
+            }
+        };
+        let admit = |key: &'static str, n: usize| {
+            let front_end = front_end.clone();
+            async move {
+                for _ in 0..n {
+                    let response = front_end.clone().oneshot(get(key)).await.unwrap();
+                    assert_eq!(response.status(), StatusCode::OK, "{key}");
+                }
+            }
+        };
+        let policy = Some(r#""default-1s";q=5;w=1, "default-4s";q=12;w=4"#.to_owned());
+
+        // The second binds: 5 in its second, 7 left of the 4 s window.
+        admit("narrow", 5).await;
+        let fresh: Refusal = refused("narrow").await;
+        assert_eq!(
+            fresh,
+            (
+                policy.clone(),
+                Some(r#""default-1s";r=0;t=1, "default-4s";r=7"#.to_owned()),
+                Some("1".to_owned())
+            ),
+            "Redis's refusal"
+        );
+        assert_eq!((cache.asked(), cache.served_locally()), (6, 0));
+        for _ in 0..3 {
+            assert_eq!(refused("narrow").await, fresh, "a refusal from the cache");
+        }
+        assert_eq!(
+            (cache.asked(), cache.served_locally()),
+            (6, 3),
+            "answered without a round trip"
+        );
+
+        // The 4 s window binds: 5 + 5 + 2 over three seconds, its oldest hits leaving 2 s
+        // after the refusal while the second has 3 left.
+        clock.set(10_000_000);
+        admit("wide", 5).await;
+        clock.set(11_000_000);
+        admit("wide", 5).await;
+        clock.set(12_000_000);
+        admit("wide", 2).await;
+        let asked = cache.asked();
+        let fresh = refused("wide").await;
+        assert_eq!(
+            fresh,
+            (
+                policy.clone(),
+                Some(r#""default-1s";r=3, "default-4s";r=0;t=2"#.to_owned()),
+                Some("2".to_owned())
+            ),
+            "Redis's refusal"
+        );
+        let cached = refused("wide").await;
+        assert_eq!(
+            cached, fresh,
+            "a refusal from the cache, within the same second"
+        );
+        // 1.2 s later, 0.8 s of the wait is left: the binding window's reset counts down.
+        tokio::time::sleep(Duration::from_millis(1_200)).await;
+        let later = refused("wide").await;
+        assert_eq!(
+            later,
+            (
+                policy,
+                Some(r#""default-1s";r=3, "default-4s";r=0;t=1"#.to_owned()),
+                Some("1".to_owned())
+            ),
+            "the wait counted down from the moment Redis was asked"
+        );
+        assert_eq!(
+            (cache.asked() - asked, cache.served_locally()),
+            (1, 5),
+            "one round trip for the three refusals"
+        );
     });
 }
 
