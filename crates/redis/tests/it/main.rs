@@ -19,6 +19,7 @@ mod metrics;
 mod multiprocess;
 mod recipe;
 mod server;
+mod ticks;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
