@@ -3,13 +3,17 @@
 //! room, counting the hit in all of them.
 //!
 //! # Algorithm
-//! Each window is the algorithm's own (an exact ring of `Nᵢ` slots, or rolling buckets with
-//! their own geometry), so each keeps its own guarantee. `check_and_hit` *reserves* in the
-//! windows in order, narrowest first and the widest last: a reservation is the window's own
-//! admission step (the ring's slot CAS; the buckets' CAS on the running total, not yet
-//! recorded in a bucket). A window that refuses makes the call *undo* the reservations it
-//! already holds, in reverse order, and refuse; once the widest window has reserved, the call
-//! *commits* (the buckets record their weight) and is admitted.
+//! Each window is the algorithm's own, so each keeps its own guarantee: an exact ring of `Nᵢ`
+//! slots, or rolling buckets with their own geometry, the configured `B` clamped to the
+//! window's own `Wᵢ` (buckets of `wᵢ = ceil(Wᵢ / min(B, Wᵢ))` ticks, `Bᵢ = ceil(Wᵢ / wᵢ)` of
+//! them, the same lateness `L`; see `buckets`' *Geometry*). A refusal is then one window's:
+//! the ring's `Nᵢ` hits within `Wᵢ`, or the buckets' `Nᵢ − n + 1` weight within their own
+//! reach `Bᵢ·wᵢ + (L + 1)·wᵢ` (or a caller more than `L` of that window's buckets late).
+//! `check_and_hit` *reserves* in the windows in order, narrowest first and the widest last:
+//! a reservation is the window's own admission step (the ring's slot CAS; the buckets' CAS
+//! on the running total, not yet recorded in a bucket). A window that refuses makes the call
+//! *undo* the reservations it already holds, in reverse order, and refuse; once the widest
+//! window has reserved, the call *commits* (the buckets record their weight) and is admitted.
 //! - **Never over-admits any window**: every admitted hit holds a reservation in every window,
 //!   made by that window's own decision, and an undo only takes back a reservation whose call
 //!   is refused (see `ring::algorithm::undo` and `buckets::algorithm::undo`, which restore

@@ -524,9 +524,12 @@ fn documented_geometry(buckets: u64, window_ticks: u64, lateness: u64) -> (u64, 
     (bucket_ticks, kept + 1 + lateness)
 }
 
+/// A rolling-bucket configuration of a layered limit: `(B, L, windows)`.
+type Geometry = (u64, u64, &'static [(u64, u64)]);
+
 /// Limits of several windows whose bucket count does not divide every window, or exceeds
-/// the narrowest: `(B, L, windows)`.
-const GEOMETRIES: [(u64, u64, &[(u64, u64)]); 5] = [
+/// the narrowest.
+const GEOMETRIES: [Geometry; 5] = [
     (6, 1, &[(3, 6), (5, 10)]),
     (4, 1, &[(2, 3), (4, 10), (9, 50)]),
     (7, 0, &[(1, 5), (3, 20), (10, 100)]),
