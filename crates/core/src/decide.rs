@@ -77,7 +77,10 @@ pub enum Decision<F> {
 
 /// A limiter that decides one request at a time, now or later (see the
 /// [module docs](self)).
-pub trait Decide<K: ?Sized>: Send + Sync + 'static {
+///
+/// Every `Decide` is also a [`LimitInTicks`], which a middleware reads when it is built (a
+/// limiter of your own can take its default with `impl LimitInTicks for MyLimiter {}`).
+pub trait Decide<K: ?Sized>: LimitInTicks + Send + Sync + 'static {
     /// The future of a decision that is not ready at once. Limiters in this process never
     /// return one: theirs is [`NeverPending`].
     type Pending: Future<Output = Answer> + Send + 'static;
@@ -104,6 +107,75 @@ pub trait Decide<K: ?Sized>: Send + Sync + 'static {
     fn is_remote(&self) -> bool {
         false
     }
+}
+
+/// The limit a limiter applies to its caller's `now`, readable without naming a key type:
+/// what a middleware checks when it is built, against the unit its clock counts in.
+///
+/// [`Decide`] is generic over the key, which a middleware learns only per request; this
+/// trait is not, so the tower layer can read it at start-up and refuse an in-process limiter
+/// whose [`Limit`] carries another tick than the layer's clock ([`Limit::tick`]): a limit of
+/// 100 per minute built in milliseconds, counted in nanoseconds, would be 100 per 60 µs.
+///
+/// It is a supertrait of [`Decide`], so code generic over `L: Decide<K>` may read it too.
+/// Every limiter of this crate implements it, as do `dyn RateLimiter<K>`, [`CachedRefusals`]
+/// (its inner limiter's answer) and the Redis limiters (which answer `None`: they count in
+/// their own microseconds and convert a limit's tick themselves). [`Local`] answers `None`:
+/// it cannot name the key type its limiter's [`RateLimiter::limit`] needs. For a [`Decide`]
+/// of your own, `impl LimitInTicks for MyLimiter {}` answers `None`, which checks nothing;
+/// an in-process one should answer its limit.
+///
+/// ```
+/// use std::time::Duration;
+/// use slidelimit::decide::LimitInTicks;
+/// use slidelimit::{Limit, LockFreeLimiter};
+///
+/// let limit = Limit::per_minute(100, Duration::from_millis(1))?;
+/// let limiter = LockFreeLimiter::<String>::new(limit);
+/// assert_eq!(limiter.limit_in_callers_ticks().and_then(|limit| limit.tick()), Some(Duration::from_millis(1)));
+/// # Ok::<(), slidelimit::LimitError>(())
+/// ```
+pub trait LimitInTicks {
+    /// The limiter's default limit, in the ticks of the `now` its callers pass, if it decides
+    /// at the caller's `now` and can say; `None` for a limiter that keeps its own time (see
+    /// [`Decide::tick`]) or does not say.
+    fn limit_in_callers_ticks(&self) -> Option<Limit> {
+        None
+    }
+}
+
+/// `None`: [`RateLimiter::limit`] needs the key type, which `Local<L>` does not name.
+impl<L> LimitInTicks for Local<L> {}
+
+impl<D: LimitInTicks + ?Sized, K: Hash + Eq + Clone> LimitInTicks for CachedRefusals<D, K> {
+    fn limit_in_callers_ticks(&self) -> Option<Limit> {
+        self.inner().limit_in_callers_ticks()
+    }
+}
+
+/// [`LimitInTicks`] for in-process limiters: their [`RateLimiter::limit`], which they apply
+/// to the caller's `now`.
+macro_rules! limit_in_callers_ticks {
+    ($([$($generics:tt)*] $limiter:ty { $($bounds:tt)* };)*) => {$(
+        impl<$($generics)*> LimitInTicks for $limiter
+        where
+            K: Hash + Eq + Clone + Send + Sync + 'static,
+            $($bounds)*
+        {
+            fn limit_in_callers_ticks(&self) -> Option<Limit> {
+                Some(RateLimiter::limit(self))
+            }
+        }
+    )*};
+}
+
+limit_in_callers_ticks! {
+    [K] dyn RateLimiter<K> {};
+    [K, E] EntryGuardedLimiter<K, E> { E: GuardedEntry, };
+    [K, W, L] MapGuardedLimiter<K, W, L> {
+        W: Algorithm,
+        L: TableLock<KeyTable<K, W>> + 'static,
+    };
 }
 
 /// The future of a limiter that always answers at once: never constructed.
@@ -218,5 +290,27 @@ mod tests {
         let dynamic: Arc<dyn RateLimiter<u64>> = Arc::new(LockFreeLimiter::<u64>::new(limit));
         assert!(ready(Decide::decide(&dynamic, &7, 100, true)).admitted());
         assert!(!ready(Decide::decide(&dynamic, &7, 101, true)).admitted());
+    }
+
+    #[test]
+    fn in_process_limiters_say_their_limit_and_its_tick() {
+        let ms = Duration::from_millis(1);
+        let limit = Limit::per_second(5, ms).unwrap();
+        let lock_free = Arc::new(LockFreeLimiter::<u64>::new(limit));
+        let said = lock_free.limit_in_callers_ticks().unwrap();
+        assert_eq!((said, said.tick()), (limit, Some(ms)));
+        let dynamic: Arc<dyn RateLimiter<u64>> = Arc::new(LockFreeLimiter::<u64>::new(limit));
+        assert_eq!(dynamic.limit_in_callers_ticks().unwrap().tick(), Some(ms));
+        // Through a refusal cache: the inner limiter's answer, and a set_limit shows.
+        let cached = CachedRefusals::<_, u64>::new(Arc::clone(&lock_free));
+        assert_eq!(cached.limit_in_callers_ticks().unwrap().tick(), Some(ms));
+        let ns = Duration::from_nanos(1);
+        crate::LimitControl::set_limit(&*lock_free, Limit::per_second(5, ns).unwrap());
+        assert_eq!(cached.limit_in_callers_ticks().unwrap().tick(), Some(ns));
+        // Local cannot name its limiter's key type: no answer.
+        assert_eq!(
+            Local(LockFreeLimiter::<u64>::new(limit)).limit_in_callers_ticks(),
+            None
+        );
     }
 }

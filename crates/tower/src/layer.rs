@@ -1,11 +1,13 @@
 //! [`RateLimitLayer`]: the configuration, and the [`Layer`] that wraps a service in
 //! [`RateLimit`].
 
+use std::any::type_name;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use http::StatusCode;
+use slidelimit::decide::LimitInTicks;
 use slidelimit::{Clock, LimitError, MonotonicClock};
 use tower_layer::Layer;
 
@@ -54,7 +56,40 @@ pub(crate) struct Config {
 /// read on every request, so a `set_limit` shows at once); limits set for single keys are not
 /// reflected in `q` and `w`, though `r` and `t` come from the key's own window.
 ///
+/// # Panics
+/// Applying the layer to a service ([`Layer::layer`], which `axum::Router::layer` and
+/// `tower::ServiceBuilder` call while the app is built) panics, with the fix in the message,
+/// where every request would otherwise be limited wrongly or refused:
+/// - an in-process limiter whose limit carries a tick ([`Limit::tick`], a limit built from
+///   durations) other than the layer's (1 ns unless [`RateLimitLayer::with_clock`] says
+///   otherwise): its windows would last that many times longer or shorter than meant. A limit
+///   of raw ticks ([`Limit::new`]) is taken to be in the layer's ticks, and a remote limiter
+///   (Redis) converts a limit to its own ticks itself;
+/// - [`PeerIp`](crate::PeerIp) reading the connection's address in front of an axum service
+///   while this crate's `axum` feature is off: it could never read axum's `ConnectInfo`, so
+///   every request would get `400 request has no rate-limit key`. Turn the feature on, or,
+///   if your own middleware inserts [`PeerAddr`](crate::PeerAddr), use
+///   [`PeerIp::from_peer_addr`](crate::PeerIp::from_peer_addr).
+///
+/// ```should_panic
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use slidelimit::{Limit, LockFreeLimiter};
+/// use slidelimit_tower::{Path, RateLimitLayer};
+/// use tower::{service_fn, Layer};
+///
+/// // 100 per minute in milliseconds, under the layer's default nanosecond clock: 100 per
+/// // 60 µs. Refused when the layer is applied.
+/// let limit = Limit::per_minute(100, Duration::from_millis(1)).unwrap();
+/// let layer = RateLimitLayer::new(Arc::new(LockFreeLimiter::<String>::new(limit)), Path);
+/// let _service = layer.layer(service_fn(|_: http::Request<()>| async {
+///     Ok::<_, std::convert::Infallible>(http::Response::new(()))
+/// }));
+/// ```
+///
 /// [`RateLimiter::limit`]: slidelimit::RateLimiter::limit
+/// [`Limit::tick`]: slidelimit::Limit::tick
+/// [`Limit::new`]: slidelimit::Limit::new
 pub struct RateLimitLayer<L: ?Sized, E> {
     limiter: Arc<L>,
     extractor: E,
@@ -128,10 +163,57 @@ impl<L: ?Sized, E> RateLimitLayer<L, E> {
     }
 }
 
-impl<S, L: ?Sized, E: Clone> Layer<S> for RateLimitLayer<L, E> {
+impl<L: LimitInTicks + ?Sized, E: 'static> RateLimitLayer<L, E> {
+    /// Why this layer can never limit requests to `S` as meant (see the type's "Panics"),
+    /// with the fix, or `Ok` (the checks [`Layer::layer`] makes).
+    fn check<S>(&self) -> Result<(), String> {
+        if let Some(limit) = self.limiter.limit_in_callers_ticks() {
+            tick_mismatch(limit.tick(), self.config.tick)?;
+        }
+        crate::key::peer::unreadable_connection(
+            &self.extractor,
+            type_name::<S>(),
+            cfg!(feature = "axum"),
+        )
+    }
+}
+
+/// The fix, when a limit that carries `limit_tick` is counted in the layer's `layer_tick`.
+pub(crate) fn tick_mismatch(
+    limit_tick: Option<Duration>,
+    layer_tick: Duration,
+) -> Result<(), String> {
+    match limit_tick {
+        Some(tick) if tick != layer_tick => Err(format!(
+            "slidelimit-tower: the limiter's Limit was built in ticks of {tick:?}, but the \
+             layer's clock counts ticks of {layer_tick:?}: a window meant to last W x \
+             {tick:?} would last W x {layer_tick:?}. Build the limit in the layer's ticks \
+             (`Limit::per_minute(n, Duration::from_nanos(1))` for the default clock, or \
+             `limit.in_ticks_of({layer_tick:?})`), or give the layer a clock counting \
+             {tick:?} ticks with `RateLimitLayer::with_clock(clock, {tick:?})`"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Applies the layer: every service it makes shares the limiter, the extractor's settings
+/// and the configuration.
+///
+/// # Panics
+/// When the limiter's limit or the key extractor can never work with this layer or `S` (see
+/// [`RateLimitLayer`]'s "Panics"): at start-up, with the fix in the message, rather than a
+/// wrong limit or a 400 on every request.
+impl<S, L, E> Layer<S> for RateLimitLayer<L, E>
+where
+    L: LimitInTicks + ?Sized,
+    E: Clone + 'static,
+{
     type Service = RateLimit<S, L, E>;
 
     fn layer(&self, inner: S) -> Self::Service {
+        if let Err(fix) = self.check::<S>() {
+            panic!("{fix}");
+        }
         RateLimit::from_parts(
             inner,
             Arc::clone(&self.limiter),
@@ -202,6 +284,45 @@ mod tests {
         ));
         let layer = layer().with_clock(clock, Duration::from_millis(1)).unwrap();
         assert_eq!(layer.config.tick, Duration::from_millis(1));
+    }
+
+    #[test]
+    fn a_limit_in_other_ticks_than_the_clock_is_refused_with_the_fix() {
+        let (ns, ms) = (Duration::from_nanos(1), Duration::from_millis(1));
+        assert_eq!(tick_mismatch(None, ns), Ok(()), "raw ticks: the layer's");
+        assert_eq!(tick_mismatch(Some(ns), ns), Ok(()));
+        let fix = tick_mismatch(Some(ms), ns).unwrap_err();
+        assert!(fix.contains("ticks of 1ms"), "{fix}");
+        assert!(fix.contains("ticks of 1ns"), "{fix}");
+        assert!(fix.contains("in_ticks_of(1ns)"), "{fix}");
+        assert!(fix.contains("with_clock(clock, 1ms)"), "{fix}");
+    }
+
+    #[test]
+    fn applying_the_layer_checks_the_limiters_tick() {
+        type Limiter = LockFreeLimiter<String>;
+        let service = || tower::service_fn(|_: http::Request<()>| async { Ok::<_, ()>(()) });
+        let in_ms = Limit::per_minute(100, Duration::from_millis(1)).unwrap();
+        let layer = RateLimitLayer::new(Arc::new(Limiter::new(in_ms)), crate::Path);
+        let applied = std::panic::AssertUnwindSafe(|| layer.layer(service()));
+        let panicked = std::panic::catch_unwind(applied).unwrap_err();
+        let message = panicked
+            .downcast_ref::<String>()
+            .expect("a formatted message");
+        assert!(message.contains("built in ticks of 1ms"), "{message}");
+        // The same limit under a clock in milliseconds, or converted to nanoseconds: applied.
+        let clock = Arc::new(ManualClock::new(0));
+        let _ = layer
+            .clone()
+            .with_clock(clock, Duration::from_millis(1))
+            .unwrap()
+            .layer(service());
+        let in_ns = in_ms.in_ticks_of(Duration::from_nanos(1)).unwrap();
+        let _ = RateLimitLayer::new(Arc::new(Limiter::new(in_ns)), crate::Path).layer(service());
+        // A remote limiter answers no limit: nothing to check.
+        struct Remote;
+        impl LimitInTicks for Remote {}
+        let _ = RateLimitLayer::new(Arc::new(Remote), crate::Path).layer(service());
     }
 
     #[test]

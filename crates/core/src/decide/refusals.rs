@@ -448,6 +448,8 @@ mod tests {
         calls: AtomicU64,
     }
 
+    impl crate::decide::LimitInTicks for Timed {}
+
     impl Decide<u64> for Timed {
         type Pending = super::super::NeverPending;
         fn decide(

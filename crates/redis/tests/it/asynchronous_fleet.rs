@@ -44,6 +44,9 @@ struct Recording {
     admitted: Mutex<Vec<(String, u64)>>,
 }
 
+/// Remote, like the limiter it wraps: no limit in the caller's ticks to check.
+impl slidelimit::decide::LimitInTicks for Recording {}
+
 impl Decide<String> for Recording {
     type Pending = Pin<Box<dyn Future<Output = Answer> + Send>>;
 

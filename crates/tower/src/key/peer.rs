@@ -1,6 +1,7 @@
 //! Keys by the client's IP address: the connection's peer, or the address a trusted proxy
 //! wrote into `X-Forwarded-For` or `Forwarded` (RFC 7239).
 
+use std::any::Any;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use http::header::{HeaderMap, HeaderName, FORWARDED};
@@ -22,7 +23,15 @@ pub struct PeerAddr(pub SocketAddr);
 /// [`PeerIp::new`] reads the connection's remote address from the request's extensions: a
 /// [`PeerAddr`], or (with the crate's `axum` feature) axum's `ConnectInfo<SocketAddr>`, which
 /// `Router::into_make_service_with_connect_info::<SocketAddr>()` inserts. Without the feature
-/// an axum request has neither, so it has no key.
+/// an axum request has neither, so it would have no key: applying the layer with it to an
+/// axum service then panics at start-up, naming the feature, rather than answering every
+/// request with 400. If your own middleware inserts [`PeerAddr`] in front of the layer,
+/// [`PeerIp::from_peer_addr`] reads only that, and is never checked.
+///
+/// Why a panic rather than `axum` as a default feature: the feature pulls axum into every
+/// build, hyper-only servers included, and a default can still be turned off by
+/// `default-features = false`, which would bring the silent 400s back. The layer can tell an
+/// axum service from its type's name, so it refuses the one combination that can never work.
 ///
 /// Behind reverse proxies the connection comes from the last proxy, so every client would
 /// share its address: [`PeerIp::x_forwarded_for`] and [`PeerIp::forwarded`] read the client's
@@ -68,9 +77,16 @@ pub struct PeerIp {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Source {
+    /// A [`PeerAddr`], or axum's `ConnectInfo` with the `axum` feature.
     Connection,
-    XForwardedFor { trusted_proxies: usize },
-    Forwarded { trusted_proxies: usize },
+    /// A [`PeerAddr`] only: the caller inserts it.
+    PeerAddr,
+    XForwardedFor {
+        trusted_proxies: usize,
+    },
+    Forwarded {
+        trusted_proxies: usize,
+    },
 }
 
 impl PeerIp {
@@ -81,6 +97,27 @@ impl PeerIp {
             source: Source::Connection,
             ipv6_prefix_bits: 128,
         }
+    }
+
+    /// The connection's remote address from a [`PeerAddr`] that your own code inserts in
+    /// front of the layer, and nothing else (never axum's `ConnectInfo`). Unlike
+    /// [`PeerIp::new`], it is not refused in front of an axum service without the crate's
+    /// `axum` feature: you vouch for the address.
+    ///
+    /// ```
+    /// use std::net::SocketAddr;
+    /// use http::Request;
+    /// use slidelimit_tower::key::{KeyExtractor, PeerAddr, PeerIp};
+    ///
+    /// let mut request = Request::new(());
+    /// assert_eq!(PeerIp::from_peer_addr().extract(&request), None);
+    /// request.extensions_mut().insert(PeerAddr("192.0.2.4:5000".parse::<SocketAddr>()?));
+    /// assert_eq!(PeerIp::from_peer_addr().extract(&request), Some("192.0.2.4".parse()?));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub const fn from_peer_addr() -> Self {
+        Self::from_source(Source::PeerAddr)
     }
 
     /// The `trusted_proxies`-th address from the right of the `X-Forwarded-For` header (its
@@ -160,6 +197,7 @@ impl<B> KeyExtractor<B> for PeerIp {
     fn extract(&self, request: &Request<B>) -> Option<IpAddr> {
         let ip = match self.source {
             Source::Connection => connection_ip(request)?,
+            Source::PeerAddr => request.extensions().get::<PeerAddr>()?.0.ip(),
             Source::XForwardedFor { trusted_proxies } => {
                 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
                 let entry = nth_from_right(request.headers(), &X_FORWARDED_FOR, trusted_proxies)?;
@@ -172,6 +210,42 @@ impl<B> KeyExtractor<B> for PeerIp {
         };
         Some(self.normalize(ip))
     }
+}
+
+/// Why `extractor` can never find a key in requests to a service of type `service_type`,
+/// with the fix; `Ok` when it can, or when this cannot tell. The one case it refuses: a
+/// [`PeerIp`] reading the connection ([`PeerIp::new`], or zero trusted proxies) in front of
+/// an axum service while the `axum` feature (`axum_feature`) is off, so that axum's
+/// `ConnectInfo` is never read. An extractor of another type, or one that wraps a `PeerIp`,
+/// is never refused (no false alarms); a service type that names no axum path either.
+pub(crate) fn unreadable_connection(
+    extractor: &dyn Any,
+    service_type: &str,
+    axum_feature: bool,
+) -> Result<(), String> {
+    let reads_connection = extractor
+        .downcast_ref::<PeerIp>()
+        .is_some_and(|peer| peer.source == Source::Connection);
+    if axum_feature || !reads_connection || !names_axum(service_type) {
+        return Ok(());
+    }
+    Err(format!(
+        "slidelimit-tower: PeerIp::new() reads the connection's address, but this crate's \
+         `axum` feature is off, so it can never read axum's ConnectInfo and every request to \
+         this axum service ({service_type}) would be refused with 400 (no rate-limit key). \
+         Turn the feature on (`slidelimit-tower = {{ version = \"...\", features = \
+         [\"axum\"] }}`) and serve with `into_make_service_with_connect_info::<SocketAddr>()`; \
+         or, if your own middleware inserts `PeerAddr`, use `PeerIp::from_peer_addr()`"
+    ))
+}
+
+/// Whether a type's name (`std::any::type_name`) has a path of the `axum` crate in it:
+/// `axum::routing::route::Route<…>`, or an axum type among a wrapper's parameters (not
+/// `myaxum::…`).
+fn names_axum(type_name: &str) -> bool {
+    type_name
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+        .any(|path| path.starts_with("axum::"))
 }
 
 /// The connection's remote IP, from the extensions the server filled in.
@@ -394,6 +468,69 @@ mod tests {
             PeerIp::new().ipv6_prefix(200).extract(&r),
             PeerIp::new().extract(&r)
         );
+    }
+
+    #[test]
+    fn from_peer_addr_reads_only_peer_addr() {
+        let r = request(&[("x-forwarded-for", "1.1.1.1")], Some("10.1.2.3:9"));
+        assert_eq!(PeerIp::from_peer_addr().extract(&r), Some(ip("10.1.2.3")));
+        let mut r = request(&[], None);
+        r.extensions_mut().insert(axum::extract::ConnectInfo(
+            "10.9.9.9:1".parse::<SocketAddr>().unwrap(),
+        ));
+        assert_eq!(
+            PeerIp::new().extract(&r),
+            Some(ip("10.9.9.9")),
+            "feature on"
+        );
+        assert_eq!(
+            PeerIp::from_peer_addr().extract(&r),
+            None,
+            "never ConnectInfo"
+        );
+    }
+
+    #[test]
+    fn names_axum_finds_the_crate_anywhere_in_a_type() {
+        assert!(names_axum(std::any::type_name::<axum::routing::Route>()));
+        assert!(names_axum(std::any::type_name::<axum::Router>()));
+        assert!(names_axum(
+            "tower_http::trace::Trace<axum::routing::Router, X>"
+        ));
+        assert!(names_axum("Wrap<alloc::sync::Arc<axum::routing::Route>>"));
+        assert!(!names_axum("myaxum::Service"));
+        assert!(!names_axum("tower::util::ServiceFn<app::handler>"));
+        assert!(!names_axum("axum_like::Route"));
+    }
+
+    /// Every case of the start-up check: only `PeerIp` reading the connection, in front of an
+    /// axum service, without the feature (tests build the crate with it, so the feature is a
+    /// parameter here).
+    #[test]
+    fn the_connection_is_unreadable_only_for_axum_without_the_feature() {
+        let axum_route = std::any::type_name::<axum::routing::Route>();
+        let refused = unreadable_connection(&PeerIp::new(), axum_route, false).unwrap_err();
+        assert!(refused.contains("`axum` feature is off"), "{refused}");
+        assert!(refused.contains("PeerIp::from_peer_addr()"), "{refused}");
+        assert!(unreadable_connection(&PeerIp::x_forwarded_for(0), axum_route, false).is_err());
+        // The feature on, another extractor or source, or a service that is not axum's: fine.
+        assert_eq!(
+            unreadable_connection(&PeerIp::new(), axum_route, true),
+            Ok(())
+        );
+        for fine in [
+            PeerIp::from_peer_addr(),
+            PeerIp::x_forwarded_for(1),
+            PeerIp::forwarded(2),
+        ] {
+            assert_eq!(unreadable_connection(&fine, axum_route, false), Ok(()));
+        }
+        assert_eq!(
+            unreadable_connection(&crate::Path, axum_route, false),
+            Ok(())
+        );
+        let plain = "tower::util::service_fn::ServiceFn<app::handler>";
+        assert_eq!(unreadable_connection(&PeerIp::new(), plain, false), Ok(()));
     }
 
     #[test]

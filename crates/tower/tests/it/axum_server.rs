@@ -1,12 +1,18 @@
 //! axum's `Router::layer` with the per-IP key: exact admission counts under concurrent load,
-//! for every variant.
+//! for every variant; a limit in other ticks than the layer's clock refused when the router is
+//! built.
 
 use std::net::IpAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::StatusCode;
-use slidelimit::{Clock, LockFreeLimiter, MonotonicClock};
+use slidelimit::{Clock, Limit, LockFreeLimiter, MonotonicClock};
+use slidelimit_mutex::MutexLimiter;
+use slidelimit_per_key_lock::PerKeyLockLimiter;
+use slidelimit_rwlock::RwLockLimiter;
 use slidelimit_tower::{PeerIp, RateLimitLayer};
 
 use crate::support::{
@@ -72,4 +78,53 @@ async fn sequential_requests_count_down() {
         MonotonicClock::new().now_ticks(),
     );
     assert_eq!((status.count, status.remaining), (N, 0));
+}
+
+/// The panic message of `build`, which must panic.
+fn panic_message(build: impl FnOnce()) -> String {
+    let panicked = catch_unwind(AssertUnwindSafe(build)).expect_err("a panic at start-up");
+    panicked
+        .downcast_ref::<String>()
+        .cloned()
+        .expect("a formatted message")
+}
+
+/// 100 per minute built in milliseconds, under the layer's default nanosecond clock, would
+/// be 100 per 60 µs: `Router::layer` panics with the fix, for every variant (as `dyn
+/// RateLimiter` and as each concrete type); the same limit converted to nanoseconds builds.
+#[test]
+fn a_limit_in_other_ticks_than_the_clock_panics_when_the_router_is_built() {
+    let in_ms = Limit::per_minute(100, Duration::from_millis(1)).unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let expect_refused = |name: &str, message: String| {
+        assert!(
+            message.contains("built in ticks of 1ms") && message.contains("in_ticks_of(1ns)"),
+            "{name}: {message}"
+        );
+    };
+    for (name, _, limiter) in all_limiters::<IpAddr>(in_ms) {
+        let message = panic_message(|| {
+            let _ = counted_router(&calls).layer(RateLimitLayer::new(limiter, PeerIp::new()));
+        });
+        expect_refused(&name, message);
+    }
+    macro_rules! refused_as_concrete {
+        ($($limiter:ty),*) => {$(
+            let limiter = Arc::new(<$limiter>::new(in_ms));
+            let message = panic_message(|| {
+                let _ = counted_router(&calls).layer(RateLimitLayer::new(limiter, PeerIp::new()));
+            });
+            expect_refused(stringify!($limiter), message);
+        )*};
+    }
+    refused_as_concrete!(
+        LockFreeLimiter<IpAddr>,
+        MutexLimiter<IpAddr>,
+        PerKeyLockLimiter<IpAddr>,
+        RwLockLimiter<IpAddr>
+    );
+    let in_ns = in_ms.in_ticks_of(Duration::from_nanos(1)).unwrap();
+    for (_, _, limiter) in all_limiters::<IpAddr>(in_ns) {
+        let _ = counted_router(&calls).layer(RateLimitLayer::new(limiter, PeerIp::new()));
+    }
 }

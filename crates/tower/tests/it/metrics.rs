@@ -20,6 +20,9 @@ struct Down {
     admitted: bool,
 }
 
+/// Remote: no limit in the caller's ticks for the layer to check.
+impl slidelimit::decide::LimitInTicks for Down {}
+
 impl Decide<String> for Down {
     type Pending = NeverPending;
 
