@@ -34,10 +34,29 @@
 //! After a refusal the process refuses that key locally until the retry-after the server
 //! gave (no round trip), which may miss permits other processes give back meanwhile.
 //! Refusals are always safe, so none of this can over-admit.
+//!
+//! # Locking
+//! A key's lease sits behind a mutex that is held for local decisions and bookkeeping only,
+//! never across a round trip. A caller that finds the lease spent or expired retires it
+//! under the lock (its unused permits become the give-back, and `granted = used = 0`, so no
+//! request uses them afterwards), marks the key as renewing, and lets the lock go for the
+//! round trip; with the lock again it installs the new lease, takes its own permit from it,
+//! clears the mark and wakes the waiters. Another caller of the key meanwhile waits on a
+//! condition variable, at most until its own deadline (then [`Error::Timeout`]). Woken, it
+//! decides from the new lease with no round trip of its own, or, when the renewal failed
+//! or left nothing for it, renews itself with what is left of its own timeout. So no caller
+//! waits behind another's round trip past its own deadline, and the local path
+//! ([`LeasedLimiter::try_check_and_hit_locally`], what the tower layer asks first) and
+//! [`LeasedLimiter::forget_idle`] never wait for one at all.
+//!
+//! The proof above holds as it was: a permit is used only under the lock and at most once
+//! (`used < granted`), from a lease whose members Redis admitted; a retired lease is never
+//! used again; and a key has at most one renewal in flight, so a give-back names only
+//! members that no request used and no other renewal names.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use slidelimit::Limit;
 
@@ -77,6 +96,8 @@ struct Lease {
     sent_at: Instant,
     /// No lease can be had before this tick (a refusal's retry-after); 0 when none.
     blocked_until: u64,
+    /// A caller is renewing the lease, without the lock: the others wait for it.
+    renewing: bool,
 }
 
 impl Lease {
@@ -89,6 +110,67 @@ impl Lease {
             born: 0,
             sent_at: now,
             blocked_until: 0,
+            renewing: false,
+        }
+    }
+}
+
+/// One key's lease, and the signal that its renewal ended.
+#[derive(Debug)]
+struct KeyLease {
+    lease: Mutex<Lease>,
+    /// Notified (every waiter) when a renewal ends, whatever its outcome.
+    renewed: Condvar,
+}
+
+impl KeyLease {
+    /// Waits until no renewal of the key is in flight, at most until `deadline`: the lock
+    /// back, or the timeout error.
+    fn wait_for_renewal<'a>(
+        &'a self,
+        mut lease: MutexGuard<'a, Lease>,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<MutexGuard<'a, Lease>, Error> {
+        while lease.renewing {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::Timeout { after: timeout });
+            }
+            lease = self
+                .renewed
+                .wait_timeout(lease, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        Ok(lease)
+    }
+}
+
+/// A renewal in flight: ends it (clears the mark, wakes the waiters) however the round trip
+/// ends, an unwinding panic included, so no caller waits for a renewal that will never end.
+struct InFlight<'a> {
+    entry: &'a KeyLease,
+    ended: bool,
+}
+
+impl<'a> InFlight<'a> {
+    /// Ends the renewal and gives the lock back to the renewer, to install its lease
+    /// before the waiters (woken now) can take the lock.
+    fn end(mut self) -> MutexGuard<'a, Lease> {
+        self.ended = true;
+        let mut lease = lock(&self.entry.lease);
+        lease.renewing = false;
+        self.entry.renewed.notify_all();
+        lease
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            lock(&self.entry.lease).renewing = false;
+            self.entry.renewed.notify_all();
         }
     }
 }
@@ -106,7 +188,7 @@ pub struct LeasedLimiter {
     lease_ticks: u64,
     /// `W + d`: the lease log's window.
     lease_window: u64,
-    leases: Mutex<HashMap<String, Arc<Mutex<Lease>>>>,
+    leases: Mutex<HashMap<String, Arc<KeyLease>>>,
 }
 
 impl std::fmt::Debug for LeasedLimiter {
@@ -210,12 +292,15 @@ impl LeasedLimiter {
         }
     }
 
-    fn entry(&self, key: &str) -> Arc<Mutex<Lease>> {
+    fn entry(&self, key: &str) -> Arc<KeyLease> {
         let mut leases = lock(&self.leases);
         if let Some(entry) = leases.get(key) {
             return Arc::clone(entry);
         }
-        let entry = Arc::new(Mutex::new(Lease::empty(Instant::now())));
+        let entry = Arc::new(KeyLease {
+            lease: Mutex::new(Lease::empty(Instant::now())),
+            renewed: Condvar::new(),
+        });
         leases.insert(key.to_owned(), Arc::clone(&entry));
         entry
     }
@@ -223,33 +308,61 @@ impl LeasedLimiter {
     /// Admits one request of `key` from this process's lease, taking a new lease from Redis
     /// (and giving back the old one's unused permits) when the lease is spent or expired.
     ///
+    /// While another caller renews the key's lease, this call waits for that renewal and
+    /// decides from its lease (`remote: false`); if the renewal failed or left no permit,
+    /// it renews itself. All within the configured timeout, counted from this call's start
+    /// (see the [module docs](self#locking)).
+    ///
     /// # Errors
-    /// As [`RedisLimiter::check_and_hit`], only when a round trip was needed. The lease in
-    /// hand is then dropped (its unused permits are never used: whether the give-back ran
-    /// is unknown).
+    /// As [`RedisLimiter::check_and_hit`], only when a round trip was needed, and
+    /// [`Error::Timeout`] when another caller's renewal of the key had not ended by this
+    /// call's deadline. After a failed round trip the lease in hand is dropped (its unused
+    /// permits are never used: whether the give-back ran is unknown).
     pub fn check_and_hit(&self, key: &str) -> Result<LeaseDecision, Error> {
-        // The deadline starts before the key's lock: a thread that queued behind another's
-        // lease call spends only what is left of its own timeout.
-        let deadline = Instant::now() + self.remote.timeout();
+        // The deadline starts before any wait: a caller that waits for another's renewal
+        // spends only what is left of its own timeout.
+        let timeout = self.remote.timeout();
+        let deadline = Instant::now() + timeout;
         let entry = self.entry(key);
-        let mut lease = lock(&entry);
-        if let Some(decision) = self.decide_locally(&mut lease) {
-            return Ok(decision);
+        let mut lease = lock(&entry.lease);
+        loop {
+            if let Some(decision) = self.decide_locally(&mut lease) {
+                return Ok(decision);
+            }
+            if !lease.renewing {
+                break;
+            }
+            lease = entry.wait_for_renewal(lease, deadline, timeout)?;
         }
-        self.decide_remotely(key, &mut lease, deadline)
+        let (reply, mut lease) = self.renew(&entry, lease, key, self.batch, deadline)?;
+        if reply.granted > 0 {
+            // Taken with the lease's installation, before any waiter sees it.
+            lease.used = 1;
+            Ok(LeaseDecision {
+                admitted: true,
+                remote: true,
+                now: reply.now,
+                retry_after_ticks: 0,
+            })
+        } else {
+            lease.blocked_until = reply.now.saturating_add(reply.retry_after_ticks);
+            Ok(LeaseDecision {
+                admitted: false,
+                remote: true,
+                now: reply.now,
+                retry_after_ticks: reply.retry_after_ticks,
+            })
+        }
     }
 
     /// [`Self::check_and_hit`] if this process can answer without a round trip, and
-    /// without waiting for another caller's round trip on the key: `None` otherwise. Never
-    /// blocks on I/O (what async callers take first; with the `tokio` feature the
-    /// limiter's `Decide` does).
+    /// without waiting for another caller's round trip on the key: `None` otherwise (also
+    /// while a renewal of the key is in flight). Never waits for I/O: the key's lock is
+    /// never held across a round trip (what async callers take first; with the `tokio`
+    /// feature the limiter's `Decide` does).
     pub fn try_check_and_hit_locally(&self, key: &str) -> Option<LeaseDecision> {
         let entry = self.entry(key);
-        let mut lease = match entry.try_lock() {
-            Ok(lease) => lease,
-            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-        };
+        let mut lease = lock(&entry.lease);
         self.decide_locally(&mut lease)
     }
 
@@ -289,43 +402,44 @@ impl LeasedLimiter {
         None
     }
 
-    /// A new lease from Redis (the old one's unused permits given back), and the answer it
-    /// gives.
-    fn decide_remotely(
+    /// Gives back the unused part of the key's lease and takes up to `n` new permits (`n =
+    /// 0`: give back only), in one script run by `deadline`. The lock is let go for the round
+    /// trip (the key marked as renewing meanwhile) and handed back with the new lease
+    /// installed; on an error, the old lease stays retired.
+    fn renew<'a>(
         &self,
+        entry: &'a KeyLease,
+        mut lease: MutexGuard<'a, Lease>,
         key: &str,
-        lease: &mut Lease,
-        deadline: Instant,
-    ) -> Result<LeaseDecision, Error> {
-        let reply = self.take(key, lease, self.batch, deadline)?;
-        if reply.granted > 0 {
-            lease.used = 1;
-            Ok(LeaseDecision {
-                admitted: true,
-                remote: true,
-                now: reply.now,
-                retry_after_ticks: 0,
-            })
-        } else {
-            lease.blocked_until = reply.now.saturating_add(reply.retry_after_ticks);
-            Ok(LeaseDecision {
-                admitted: false,
-                remote: true,
-                now: reply.now,
-                retry_after_ticks: reply.retry_after_ticks,
-            })
-        }
-    }
-
-    /// Gives back the unused part of `lease` and takes up to `n` new permits (`n = 0`: give
-    /// back only), in one script run.
-    fn take(
-        &self,
-        key: &str,
-        lease: &mut Lease,
         n: u64,
         deadline: Instant,
-    ) -> Result<crate::reply::Reply, Error> {
+    ) -> Result<(crate::reply::Reply, MutexGuard<'a, Lease>), Error> {
+        let (give_back, renewal) = self.retire(&mut lease);
+        lease.renewing = true;
+        drop(lease);
+        let in_flight = InFlight {
+            entry,
+            ended: false,
+        };
+        let sent_at = Instant::now();
+        let reply = self.take(key, give_back, n, deadline);
+        let mut lease = in_flight.end();
+        let reply = reply?;
+        if reply.granted > 0 {
+            crate::metrics::lease_taken(renewal);
+        }
+        lease.score = reply.now;
+        lease.seq_hi = reply.seq_hi;
+        lease.granted = reply.granted;
+        lease.born = reply.born;
+        lease.sent_at = sent_at;
+        Ok((reply, lease))
+    }
+
+    /// Retires the lease in hand: from here on it is never used again, whatever the
+    /// renewal's outcome. Returns what to give back of it, and whether it held a lease (a
+    /// renewal, for the metrics).
+    fn retire(&self, lease: &mut Lease) -> (Option<GiveBack>, bool) {
         // Give back only while the lease's members are live (its tick is less than one lease
         // window `W + d` old): the lease's own write then keeps the key from expiring
         // before the give-back lands (the expiry is that window plus the lateness plus a
@@ -341,10 +455,19 @@ impl LeasedLimiter {
             unused: lease.granted - lease.used,
             born: lease.born,
         });
-        // From here on the old lease is never used again, whatever the outcome.
         lease.granted = 0;
         lease.used = 0;
-        let sent_at = Instant::now();
+        (give_back, renewal)
+    }
+
+    /// The script call of a renewal: `give_back` and up to `n` new permits, by `deadline`.
+    fn take(
+        &self,
+        key: &str,
+        give_back: Option<GiveBack>,
+        n: u64,
+        deadline: Instant,
+    ) -> Result<crate::reply::Reply, Error> {
         let now = tick_arg(self.remote.caller_clock().map(|clock| clock.now_ticks()))?;
         let params = self
             .remote
@@ -361,16 +484,7 @@ impl LeasedLimiter {
             n,
         );
         crate::metrics::result(&reply);
-        let reply = reply?;
-        if reply.granted > 0 {
-            crate::metrics::lease_taken(renewal);
-        }
-        lease.score = reply.now;
-        lease.seq_hi = reply.seq_hi;
-        lease.granted = reply.granted;
-        lease.born = reply.born;
-        lease.sent_at = sent_at;
-        Ok(reply)
+        reply
     }
 
     /// [`Self::check_and_hit`] with the configured failure policy standing in when Redis
@@ -393,21 +507,30 @@ impl LeasedLimiter {
     }
 
     /// Gives every unused leased permit back to Redis (for a clean shutdown) and forgets
-    /// the leases. Returns how many permits were given back.
+    /// the leases. Returns how many permits were given back. A key whose renewal is in
+    /// flight is given back after it, each key within the configured timeout.
     ///
     /// # Errors
     /// The first backend error met; the leases are forgotten all the same (never used again).
     pub fn release_all(&self) -> Result<u64, Error> {
-        let entries: Vec<(String, Arc<Mutex<Lease>>)> = lock(&self.leases).drain().collect();
+        let entries: Vec<(String, Arc<KeyLease>)> = lock(&self.leases).drain().collect();
+        let timeout = self.remote.timeout();
         let mut returned = 0;
         let mut first_error = None;
         for (key, entry) in entries {
-            let mut lease = lock(&entry);
+            let deadline = Instant::now() + timeout;
+            let lease = match entry.wait_for_renewal(lock(&entry.lease), deadline, timeout) {
+                Ok(lease) => lease,
+                Err(err) => {
+                    first_error.get_or_insert(err);
+                    continue;
+                }
+            };
             let unused = lease.granted - lease.used;
             if unused == 0 {
                 continue;
             }
-            match self.take(&key, &mut lease, 0, Instant::now() + self.remote.timeout()) {
+            match self.renew(&entry, lease, &key, 0, deadline) {
                 Ok(_) => returned += unused,
                 Err(err) => {
                     first_error.get_or_insert(err);
@@ -417,17 +540,18 @@ impl LeasedLimiter {
         first_error.map_or(Ok(returned), Err)
     }
 
-    /// Forgets the local state of keys whose lease is spent or expired and that are not
-    /// blocked; returns how many. (Their permits stay in Redis until they leave the window.)
+    /// Forgets the local state of keys whose lease is spent or expired, that are not
+    /// blocked and not being renewed; returns how many. (Their permits stay in Redis until
+    /// they leave the window.) Never waits for a round trip.
     pub fn forget_idle(&self) -> usize {
         let mut leases = lock(&self.leases);
         let before = leases.len();
         leases.retain(|_, entry| {
-            let lease = lock(entry);
+            let lease = lock(&entry.lease);
             let local = self.local_now(&lease);
             let usable =
                 lease.used < lease.granted && local < lease.score.saturating_add(self.lease_ticks);
-            usable || local < lease.blocked_until
+            usable || local < lease.blocked_until || lease.renewing
         });
         before - leases.len()
     }

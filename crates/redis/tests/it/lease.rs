@@ -154,6 +154,53 @@ fn several_leasing_processes_never_over_admit() {
     }
 }
 
+/// Two leasing limiters ("processes"), three threads each on one hot key: within a process
+/// the threads meet each other's renewals (one renews without the key's lock, the others
+/// wait for its lease or decide from the lease in hand), and still no window is over the
+/// limit.
+#[test]
+fn threads_sharing_renewals_never_over_admit() {
+    let max = 30;
+    let window = 40_000; // 30 per 40 ms
+    let processes: Vec<Arc<LeasedLimiter>> = (0..2)
+        .map(|_| {
+            Arc::new(leased(
+                "lease-threads",
+                max,
+                window,
+                6,
+                4_000,
+                TimeSource::Caller(Arc::new(slidelimit_redis::UnixMicros::new())),
+            ))
+        })
+        .collect();
+    let handles: Vec<_> = (0..6)
+        .map(|t| {
+            let limiter = Arc::clone(&processes[t % 2]);
+            std::thread::spawn(move || {
+                let mut admitted = Vec::new();
+                let start = std::time::Instant::now();
+                let mut calls = 0;
+                while calls < 20_000 && start.elapsed() < std::time::Duration::from_millis(600) {
+                    calls += 1;
+                    let decision = limiter.check_and_hit("hot").unwrap();
+                    if decision.admitted {
+                        admitted.push((decision.now, 1));
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                }
+                admitted
+            })
+        })
+        .collect();
+    let all: Vec<(u64, u64)> = handles
+        .into_iter()
+        .flat_map(|h| h.join().unwrap())
+        .collect();
+    assert!(all.len() > max as usize, "{} admitted", all.len());
+    assert_eq!(over_admissions(all, max, window), 0);
+}
+
 /// A key that expired (here: deleted) and was recreated numbers its members anew; a give-back
 /// of a lease from its earlier life must not remove the new life's members.
 #[test]

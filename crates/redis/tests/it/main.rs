@@ -20,6 +20,7 @@ mod multiprocess;
 mod recipe;
 mod server;
 mod ticks;
+mod timeouts;
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -1,5 +1,6 @@
 //! A `redis-server` of the test's own on a free loopback port, in a temporary directory,
-//! killed on drop.
+//! killed on drop; and a [`SilentListener`], a port that accepts connections and never
+//! answers.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,8 @@ pub(crate) struct Server {
     dir: PathBuf,
     /// A Redis Cluster node (see [`Server::start_cluster_node`]).
     cluster: bool,
+    /// More arguments for `redis-server` (see [`Server::start_with`]).
+    extra: Vec<String>,
 }
 
 fn free_port() -> u16 {
@@ -33,12 +36,13 @@ fn free_cluster_port() -> u16 {
     }
 }
 
-fn spawn(port: u16, dir: &Path, cluster: bool) -> Child {
+fn spawn(port: u16, dir: &Path, cluster: bool, extra: &[String]) -> Child {
     let mut command = Command::new("redis-server");
     command
         .args(["--port", &port.to_string()])
         .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .args(["--dir", dir.to_str().expect("utf-8 temp dir")]);
+        .args(["--dir", dir.to_str().expect("utf-8 temp dir")])
+        .args(extra);
     if cluster {
         // A primary is failed after 2 s without an answer: quick enough for a test. Validity
         // factor 0: a replica always takes over (with the default, an idle replica judged its
@@ -78,13 +82,33 @@ impl Server {
         Self::start_as(true)
     }
 
+    /// Starts a server with more `redis-server` arguments (`--requirepass`, `--unixsocket`),
+    /// each `{dir}` in them replaced by the server's own directory.
+    pub(crate) fn start_with(extra: &[&str]) -> Self {
+        Self::start_as_with(false, extra)
+    }
+
+    /// The server's own directory (for a Unix socket in it).
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     fn start_as(cluster: bool) -> Self {
+        Self::start_as_with(cluster, &[])
+    }
+
+    fn start_as_with(cluster: bool, extra: &[&str]) -> Self {
         let dir = std::env::temp_dir().join(format!(
             "slidelimit-redis-{}-{}",
             std::process::id(),
             free_port()
         ));
         std::fs::create_dir_all(&dir).expect("temp dir");
+        let dir_text = dir.to_str().expect("utf-8 temp dir");
+        let extra: Vec<String> = extra
+            .iter()
+            .map(|arg| arg.replace("{dir}", dir_text))
+            .collect();
         for _attempt in 0..5 {
             let port = if cluster {
                 free_cluster_port()
@@ -92,11 +116,12 @@ impl Server {
                 free_port()
             };
             let mut server = Self {
-                child: Some(spawn(port, &dir, cluster)),
+                child: Some(spawn(port, &dir, cluster, &extra)),
                 watchdog: None,
                 port,
                 dir: dir.clone(),
                 cluster,
+                extra: extra.clone(),
             };
             if server.wait_ready(Duration::from_secs(10)) {
                 return server;
@@ -158,8 +183,11 @@ impl Server {
             if let Ok(client) = redis::Client::open(self.url()) {
                 if let Ok(mut con) = client.get_connection_with_timeout(Duration::from_millis(200))
                 {
-                    if redis::cmd("PING").query::<String>(&mut con).is_ok() {
-                        return true;
+                    match redis::cmd("PING").query::<String>(&mut con) {
+                        Ok(_) => return true,
+                        // Up, and asking for the password it was started with.
+                        Err(err) if err.code() == Some("NOAUTH") => return true,
+                        Err(_) => {}
                     }
                 }
             }
@@ -179,7 +207,7 @@ impl Server {
     /// Starts a fresh server on the same port (after [`Server::kill`]).
     pub(crate) fn restart(&mut self) {
         assert!(self.child.is_none(), "kill first");
-        self.child = Some(spawn(self.port, &self.dir, self.cluster));
+        self.child = Some(spawn(self.port, &self.dir, self.cluster, &self.extra));
         assert!(
             self.wait_ready(Duration::from_secs(10)),
             "restarted server answers PING"
@@ -222,5 +250,56 @@ impl Drop for Server {
             let _ = watchdog.wait();
         }
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A loopback port that accepts every connection and never writes a byte: a server that
+/// hangs after `accept` (or a proxy whose backend is gone). The connections are held open
+/// until the listener is dropped.
+pub(crate) struct SilentListener {
+    port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SilentListener {
+    pub(crate) fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let port = listener.local_addr().expect("local address").port();
+        // Non-blocking accepts, so the thread sees the stop flag without a connection.
+        listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = std::sync::Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut held = Vec::new();
+            // Relaxed: a stop flag; nothing is published with it.
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _peer)) => held.push(stream),
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Self {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for SilentListener {
+    fn drop(&mut self) {
+        // Relaxed: see the load.
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
