@@ -214,8 +214,9 @@ fn kill_and_restart_mid_run_under_load() {
     }
 }
 
-/// Threads queued on one key's lease lock behind a paused server: each call's deadline
-/// starts before the lock, so the last in the queue does not wait the others' timeouts too.
+/// Threads queued on one key's lease renewal behind a paused server: each call's deadline
+/// starts before it waits, so the last in the queue does not wait the others' timeouts too
+/// (each waits for the renewal in flight, then renews with what is left of its own).
 #[test]
 fn leased_threads_queued_on_one_key_share_their_timeout() {
     let server = Server::start();
