@@ -31,6 +31,36 @@ pub enum SpecError {
     /// A limit or rate without its `/`.
     #[error("`{0}` has no `/` (expected N/DURATION, such as 100/1s)")]
     NoSlash(String),
+    /// A limit of several windows with nothing on one side of a `+` (`3/10ms++7/100ms`).
+    #[error("`{text}` has an empty window {place} (join windows with one `+` between them, such as 10/1s+600/1h)")]
+    EmptyWindow {
+        /// The limit as typed.
+        text: String,
+        /// Where: "before its first `+`", "between two `+`s" or "after its last `+`".
+        place: &'static str,
+    },
+    /// A limit or rate written period first (`1s/100`).
+    #[error(
+        "`{text}` has the period before the count: write N/DURATION, such as {count}/{period}"
+    )]
+    Swapped {
+        /// The value as typed.
+        text: String,
+        /// What it has after its `/`: the count.
+        count: String,
+        /// What it has before its `/`: the period.
+        period: String,
+    },
+    /// The period after the `/` is not a duration.
+    #[error("the period `{period}` of `{text}` {}", period_fault(.error))]
+    BadPeriod {
+        /// The value as typed.
+        text: String,
+        /// What it has after its `/`.
+        period: String,
+        /// Why that is not a duration.
+        error: DurationError,
+    },
     /// The count of a limit was not a number.
     #[error("`{0}` is not a number of requests")]
     BadCount(String),
@@ -40,6 +70,15 @@ pub enum SpecError {
     /// The limiter refused the limit.
     #[error("{0}")]
     Limit(#[from] LimitError),
+    /// A limit that no tick makes valid (a zero count, a window that never binds), found
+    /// while parsing it.
+    #[error("`{text}`: {}", limit_fault(.error))]
+    Invalid {
+        /// The limit as typed.
+        text: String,
+        /// What the limiter refuses, with windows in nanosecond ticks.
+        error: LimitError,
+    },
     /// A rate that is not a positive, finite number.
     #[error("rate `{0}` must be a positive, finite number")]
     BadRate(String),
@@ -54,8 +93,40 @@ pub enum SpecError {
     TooManyWindows(String),
 }
 
+/// What is wrong with a period, after "the period `P` of `T`".
+fn period_fault(error: &DurationError) -> String {
+    match error {
+        DurationError::Unit(unit) if unit.is_empty() => {
+            "has no unit (expected ns, us, ms, s, m, h or d: 100/1s, not 100/1)".to_owned()
+        }
+        other => format!("is not a duration: {other}"),
+    }
+}
+
+/// What is wrong with a limit checked in nanosecond ticks, its windows named as durations
+/// (the tick of the check is no unit the user chose).
+fn limit_fault(error: &LimitError) -> String {
+    let window = |ticks: u64| duration::format(Duration::from_nanos(ticks));
+    match *error {
+        LimitError::DuplicateWindow { window_ticks } => format!(
+            "two windows of {} in one limit; give each length once",
+            window(window_ticks)
+        ),
+        LimitError::WindowNeverBinds {
+            max_requests,
+            window_ticks,
+        } => format!(
+            "the window of {max_requests}/{} can never bind: another window of the limit is \
+             as strict or stricter",
+            window(window_ticks)
+        ),
+        ref other => other.to_string(),
+    }
+}
+
 /// A limit as typed: one window, or several joined by `+`, turned into a [`Limit`] once the
-/// tick is known.
+/// tick is known. Parsing already refuses what no tick can make valid (a zero count, windows
+/// that never bind), so that the command line reports it as a bad value of `--limit`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LimitSpec {
     windows: Vec<WindowLimitSpec>,
@@ -82,14 +153,37 @@ impl FromStr for LimitSpec {
     type Err = SpecError;
 
     fn from_str(text: &str) -> Result<Self, SpecError> {
-        let windows = text
-            .split('+')
+        let parts: Vec<&str> = text.split('+').collect();
+        if let Some(empty) = parts.iter().position(|part| part.is_empty()) {
+            let place = match empty {
+                _ if parts.len() == 1 => return Err(SpecError::NoSlash(String::new())),
+                0 => "before its first `+`",
+                last if last == parts.len() - 1 => "after its last `+`",
+                _ => "between two `+`s",
+            };
+            return Err(SpecError::EmptyWindow {
+                text: text.to_owned(),
+                place,
+            });
+        }
+        let windows = parts
+            .into_iter()
             .map(str::parse)
             .collect::<Result<Vec<WindowLimitSpec>, _>>()?;
         if windows.len() > slidelimit::MAX_WINDOWS {
             return Err(SpecError::TooManyWindows(text.to_owned()));
         }
-        Ok(Self { windows })
+        let spec = Self { windows };
+        // Every period is a whole number of nanoseconds, and a coarser tick only scales
+        // every window alike: what fails here fails in every tick. Only a window past
+        // u64::MAX nanoseconds (584 years) may still fit coarser ticks.
+        match spec.to_limit(Duration::from_nanos(1)) {
+            Ok(_) | Err(LimitError::WindowOverflow { .. }) => Ok(spec),
+            Err(error) => Err(SpecError::Invalid {
+                text: text.to_owned(),
+                error,
+            }),
+        }
     }
 }
 
@@ -143,10 +237,7 @@ impl FromStr for WindowLimitSpec {
     type Err = SpecError;
 
     fn from_str(text: &str) -> Result<Self, SpecError> {
-        let (count, period) = text
-            .split_once('/')
-            .ok_or_else(|| SpecError::NoSlash(text.to_owned()))?;
-        let period = duration::parse(period)?;
+        let (count, period) = split_per(text)?;
         if let Ok(max_requests) = count.parse::<u64>() {
             return Ok(Self::Count {
                 max_requests,
@@ -178,16 +269,39 @@ impl fmt::Display for WindowLimitSpec {
     }
 }
 
+/// `COUNT/PERIOD` split at its `/`, the period parsed: the count as typed and the period.
+///
+/// # Errors
+/// [`SpecError::NoSlash`]; [`SpecError::Swapped`] for a period before a number
+/// (`1s/100`); [`SpecError::BadPeriod`] for any other period that is not a duration.
+fn split_per(text: &str) -> Result<(&str, Duration), SpecError> {
+    let (count, period) = text
+        .split_once('/')
+        .ok_or_else(|| SpecError::NoSlash(text.to_owned()))?;
+    match duration::parse(period) {
+        Ok(parsed) => Ok((count, parsed)),
+        Err(_) if duration::parse(count).is_ok() && period.parse::<f64>().is_ok() => {
+            Err(SpecError::Swapped {
+                text: text.to_owned(),
+                count: period.to_owned(),
+                period: count.to_owned(),
+            })
+        }
+        Err(error) => Err(SpecError::BadPeriod {
+            text: text.to_owned(),
+            period: period.to_owned(),
+            error,
+        }),
+    }
+}
+
 /// An offered load in requests per second, from `R/DURATION`.
 ///
 /// # Errors
 /// [`SpecError`] for a missing `/`, a rate that is not a positive finite number, or a bad
-/// duration.
+/// duration (a period before the number included).
 pub fn parse_rate(text: &str) -> Result<f64, SpecError> {
-    let (count, period) = text
-        .split_once('/')
-        .ok_or_else(|| SpecError::NoSlash(text.to_owned()))?;
-    let period = duration::parse(period)?;
+    let (count, period) = split_per(text)?;
     let count: f64 = count
         .parse()
         .map_err(|_| SpecError::BadRate(count.to_owned()))?;
@@ -277,19 +391,47 @@ mod tests {
             .unwrap()
             .and(Limit::new(600, 3_600_000).unwrap());
         assert_eq!(spec.to_limit(ms), expected);
-        let never: LimitSpec = "10/1s+20/1s".parse().unwrap();
+        let never = "10/1s+20/1s".parse::<LimitSpec>().unwrap_err();
         assert_eq!(
-            never.to_limit(ms),
-            Err(LimitError::DuplicateWindow {
-                window_ticks: 1_000
-            })
+            never.to_string(),
+            "`10/1s+20/1s`: two windows of 1s in one limit; give each length once"
+        );
+        let never = "10/1m+600/1h".parse::<LimitSpec>().unwrap_err();
+        assert_eq!(
+            never.to_string(),
+            "`10/1m+600/1h`: the window of 600/1h can never bind: another window of the limit \
+             is as strict or stricter"
         );
         assert_eq!(
             "1/1s+2/1m+3/1h+4/1d+5/7d".parse::<LimitSpec>(),
             Err(SpecError::TooManyWindows("1/1s+2/1m+3/1h+4/1d+5/7d".into()))
         );
+        // An empty window, named with where it is.
+        for (text, place) in [
+            ("3/10ms++7/100ms", "between two `+`s"),
+            ("10/1s+", "after its last `+`"),
+            ("+10/1s", "before its first `+`"),
+        ] {
+            let err = text.parse::<LimitSpec>().unwrap_err();
+            assert_eq!(
+                err,
+                SpecError::EmptyWindow {
+                    text: text.into(),
+                    place
+                }
+            );
+            assert!(err.to_string().contains(place), "{err}");
+        }
         assert_eq!(
-            "10/1s+".parse::<LimitSpec>(),
+            "3/10ms++7/100ms"
+                .parse::<LimitSpec>()
+                .unwrap_err()
+                .to_string(),
+            "`3/10ms++7/100ms` has an empty window between two `+`s (join windows with one `+` \
+             between them, such as 10/1s+600/1h)"
+        );
+        assert_eq!(
+            "".parse::<LimitSpec>(),
             Err(SpecError::NoSlash(String::new()))
         );
     }
@@ -325,11 +467,39 @@ mod tests {
             "inf/1s".parse::<LimitSpec>(),
             Err(SpecError::BadCount("inf".into()))
         );
-        let zero: LimitSpec = "0/1s".parse().unwrap();
+        // Refused while parsing, whatever the tick.
         assert_eq!(
-            zero.to_limit(Duration::from_millis(1)),
-            Err(LimitError::ZeroMaxRequests)
+            "0/1s".parse::<LimitSpec>(),
+            Err(SpecError::Invalid {
+                text: "0/1s".into(),
+                error: LimitError::ZeroMaxRequests
+            })
         );
+        assert_eq!(
+            "0/1s".parse::<LimitSpec>().unwrap_err().to_string(),
+            "`0/1s`: max_requests must be at least 1"
+        );
+        // The period first: the message says so, with the fix.
+        let swapped = "1s/100".parse::<LimitSpec>().unwrap_err();
+        assert_eq!(
+            swapped.to_string(),
+            "`1s/100` has the period before the count: write N/DURATION, such as 100/1s"
+        );
+        assert!(matches!(parse_rate("m/30"), Err(SpecError::Swapped { .. })));
+        // A period without a unit, or with a bad one, is named.
+        assert_eq!(
+            "100/100".parse::<LimitSpec>().unwrap_err().to_string(),
+            "the period `100` of `100/100` has no unit (expected ns, us, ms, s, m, h or d: \
+             100/1s, not 100/1)"
+        );
+        assert_eq!(
+            "100/1x".parse::<LimitSpec>().unwrap_err().to_string(),
+            "the period `1x` of `100/1x` is not a duration: unknown unit `x` (expected ns, us, \
+             ms, s, m, h or d)"
+        );
+        // A window past u64::MAX nanoseconds may still fit coarser ticks: left to the tick.
+        let long: LimitSpec = "1/1000000d".parse().unwrap();
+        assert!(long.to_limit(Duration::from_secs(1)).is_ok());
         let sub_tick: LimitSpec = "10/1500us".parse().unwrap();
         assert!(matches!(
             sub_tick.to_limit(Duration::from_millis(1)),

@@ -97,6 +97,26 @@ fn usage_errors_exit_2() {
             "max_requests must be at least 1",
         ),
         (
+            &["replay", "t.csv", "--limit", "3/10ms++7/100ms"],
+            "has an empty window between two `+`s",
+        ),
+        (
+            &["replay", "t.csv", "--limit", "1s/100"],
+            "has the period before the count: write N/DURATION, such as 100/1s",
+        ),
+        (
+            &["simulate", "--rate", "1s/100", "--limit", "1/s"],
+            "has the period before the count",
+        ),
+        (
+            &["replay", "t.csv", "--limit", "100/100"],
+            "the period `100` of `100/100` has no unit",
+        ),
+        (
+            &["simulate", "--rate", "5/s", "--limit", "10/1s+20/1s"],
+            "two windows of 1s in one limit",
+        ),
+        (
             &[
                 "replay",
                 "t.csv",
@@ -132,5 +152,27 @@ fn usage_errors_exit_2() {
             .code(2)
             .stdout("")
             .stderr(predicate::str::contains(*message));
+    }
+}
+
+/// A limit no tick can make valid is a bad value of the command's `--limit`, reported as clap
+/// reports one (the command's own error), not with the top-level usage.
+#[test]
+fn an_invalid_limit_is_the_commands_own_error() {
+    for args in [
+        &["replay", "t.csv", "--limit", "0/1s"][..],
+        &[
+            "simulate", "--rate", "5/s", "--limit", "1/s", "--limit", "0/1s",
+        ][..],
+    ] {
+        slidelimit()
+            .args(args)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains(
+                "invalid value '0/1s' for '--limit <LIMIT>': `0/1s`: max_requests must be at least 1",
+            ))
+            .stderr(predicate::str::contains("Usage: slidelimit [OPTIONS] <COMMAND>").not());
     }
 }
