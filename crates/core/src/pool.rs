@@ -289,6 +289,8 @@ pub trait UseLedger: Send + Sync + Sized {
     /// The pool's validated numbers.
     fn geometry(&self) -> &PoolGeometry;
     /// Hands out one use at `now`: its sequence number (0, 1, 2, … in hand-out order).
+    /// `now` is trusted (see [`KeyPool::take`]; [`KeyPool::take_stamped`] is the form for
+    /// stamps from untrusted clocks).
     ///
     /// # Errors
     /// The [`Refusal`] that applies.
@@ -347,6 +349,12 @@ impl<N: Hash + Eq + Send + Sync, G: UseLedger> KeyPool<N, G> {
     /// A key that may be used at `now`, or `None`. Keys come in the order they were given,
     /// cycling; never more than `uses_per_key` times per name in any window of
     /// `cooldown_ticks`.
+    ///
+    /// `now` is trusted: it should come from this process's clock. A far-future `now` is a
+    /// use at that tick, whose key stays held until that tick plus the cooldown. For a tick
+    /// stamped by a clock this process does not trust (a client's), call
+    /// [`KeyPool::get_next_key_stamped`] with the process's own clock, which bounds what a bad
+    /// stamp costs.
     #[must_use]
     pub fn get_next_key(&self, now: u64) -> Option<&N> {
         self.next_key_index(now).map(|index| &self.names[index])
@@ -359,6 +367,10 @@ impl<N: Hash + Eq + Send + Sync, G: UseLedger> KeyPool<N, G> {
     }
 
     /// Like [`KeyPool::next_key_index`], saying why when there is no key.
+    ///
+    /// `now` is trusted, as for [`KeyPool::get_next_key`]: a far-future `now` holds its use
+    /// (and its key) until that tick plus the cooldown. A stamp from a clock this process does
+    /// not trust goes through [`KeyPool::take_stamped`] instead.
     ///
     /// # Errors
     /// The [`Refusal`] that applies.

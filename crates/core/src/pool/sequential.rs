@@ -47,7 +47,9 @@ impl SequentialLedger {
         }
     }
 
-    /// Hands out one use at `now`: its sequence number, or why not.
+    /// Hands out one use at `now`: its sequence number, or why not. `now` is trusted (see
+    /// [`KeyPool::take`](crate::pool::KeyPool::take); for stamps from untrusted clocks,
+    /// [`KeyPool::take_stamped`](crate::pool::KeyPool::take_stamped)).
     ///
     /// # Errors
     /// The [`Refusal`] that applies.
