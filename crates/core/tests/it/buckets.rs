@@ -17,7 +17,7 @@ use std::thread;
 use proptest::prelude::*;
 use slidelimit::raw::{Algorithm, AtomicBuckets, AtomicWindow, SequentialWindow};
 use slidelimit::{
-    BucketError, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets, Status,
+    BucketError, Limit, LimitControl, LockFreeLimiter, Options, RateLimiter, RollingBuckets, Status,
 };
 use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;
@@ -92,6 +92,51 @@ fn every_variant_has_a_bucketed_constructor() {
         Some(BucketError::ZeroBuckets)
     );
     assert!(MutexLimiter::<u64, RollingBuckets>::bucketed(l, 101).is_err());
+}
+
+/// A key given another limit gets the configured `B` clamped to that limit's window, not the
+/// count the default window kept: 6 asked over 10 ticks keep 5 of 2 ticks, but a key limited
+/// to 1 per 6 ticks gets 6 of one, reach `6 + 2·1 = 8` (with 5 of 2 ticks it would be 10).
+fn another_limit_gets_the_asked_count<L: LimitControl<u64>>(limiter: &L) {
+    let name = limiter.name();
+    limiter.set_limit_for(&1, limit(1, 6));
+    assert!(limiter.check_and_hit(&1, 0), "{name}");
+    assert_eq!(
+        limiter.status(&1, 7).retry_after_ticks,
+        1,
+        "{name}: one-tick buckets"
+    );
+    assert!(
+        !limiter.check_and_hit(&1, 7),
+        "{name}: 7 is within the reach"
+    );
+    assert!(limiter.check_and_hit(&1, 8), "{name}: 8 is past the reach");
+    limiter.set_limit(limit(1, 60));
+    assert!(limiter.check_and_hit(&2, 0), "{name}");
+    assert_eq!(
+        limiter.status(&2, 79).retry_after_ticks,
+        1,
+        "{name}: 6 buckets of 10 ticks over 60, reach 80 (5 of 12 would reach 84)"
+    );
+}
+
+#[test]
+fn a_limit_set_later_gets_the_asked_bucket_count_clamped_to_it() {
+    let window = RollingBuckets::new(limit(1, 10), 6).unwrap();
+    assert_eq!((window.bucket_ticks(), window.buckets()), (2, 5));
+    let options = Options::default();
+    another_limit_gets_the_asked_count(&LockFreeLimiter::<u64, RollingBuckets>::with_options(
+        window, options,
+    ));
+    another_limit_gets_the_asked_count(&MutexLimiter::<u64, RollingBuckets>::with_options(
+        window, options,
+    ));
+    another_limit_gets_the_asked_count(&PerKeyLockLimiter::<u64, RollingBuckets>::with_options(
+        window, options,
+    ));
+    another_limit_gets_the_asked_count(&RwLockLimiter::<u64, RollingBuckets>::with_options(
+        window, options,
+    ));
 }
 
 #[test]
