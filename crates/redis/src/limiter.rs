@@ -562,7 +562,7 @@ pub(crate) enum Op {
 }
 
 /// The Redis limiters decide by the server's clock (or the one in their options), in
-/// microseconds, and converted their limit's tick when built ([`in_micros`]): a middleware has
+/// microseconds, and converted their limit's tick when built (`in_micros`): a middleware has
 /// nothing to check against its own clock. (Here rather than beside their `Decide` impls so
 /// that the conversion and what it spares callers stay in one place.)
 #[cfg(feature = "tokio")]

@@ -22,7 +22,8 @@
 //!     .layer(RateLimitLayer::new(limiter, PeerIp::new()));
 //!
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-//! // The peer address PeerIp reads (with this crate's `axum` feature).
+//! // The peer address PeerIp reads (with this crate's `axum` feature; without it,
+//! // `Router::layer` above panics at start-up, naming the feature).
 //! let app = app.into_make_service_with_connect_info::<SocketAddr>();
 //! axum::serve(listener, app).await?;
 //! # Ok(())
@@ -120,6 +121,22 @@
 //! spoofing notes), [`Header`], [`Path`] and [`from_fn`] for any closure. The key type is the
 //! limiter's: `LockFreeLimiter<IpAddr>` for `PeerIp`, `LockFreeLimiter<String>` for `Header`
 //! and `Path`. A request without a key is rejected with 400 by default ([`MissingKey`]).
+//!
+//! [`PeerIp::new`] reads axum's `ConnectInfo` only with this crate's `axum` feature. Without
+//! it, applying the layer with `PeerIp::new()` to an axum service panics at start-up, naming
+//! the feature, instead of answering every request with 400; [`PeerIp::from_peer_addr`] is
+//! for code that inserts [`PeerAddr`] itself.
+//!
+//! # Ticks
+//!
+//! The layer's clock counts 1 ns ticks (a [`MonotonicClock`](slidelimit::MonotonicClock))
+//! unless [`RateLimitLayer::with_clock`] gives another clock and tick, and an in-process
+//! limiter's `Limit` must be in those ticks. A `Limit` built from durations carries its tick
+//! (`slidelimit::Limit::tick`), so applying the layer checks it: a limit in milliseconds under
+//! the default clock panics at start-up with the fix, instead of windows a million times too
+//! short. A `Limit::new` of raw ticks is taken to be in the layer's unit. The Redis limiters
+//! count in their own microseconds and convert a duration-built limit themselves, so the
+//! nanosecond limit of the example above means the same minute behind them.
 //!
 //! Every limiter of the workspace works (lock-free, mutex, per-key-lock, rwlock, with the exact
 //! log or rolling buckets), as does an `Arc<dyn RateLimiter<K>>`: the layer asks any
