@@ -12,19 +12,20 @@
 //!
 //! | limiter | stopped | killed | never reached | silent |
 //! |---|---|---|---|---|
-//! | `RedisLimiter`, before | 832 ms | 0.1 ms | 836 ms | 832 ms |
-//! | `RedisLimiter` | 408 ms | 0.1 ms | 408 ms | 408 ms |
-//! | `LeasedLimiter`, before | 832 ms | 0.1 ms | 845 ms | 832 ms |
-//! | `LeasedLimiter` | 408 ms | 0.1 ms | 408 ms | 408 ms |
-//! | `AsyncRedisLimiter` (unchanged) | 401–402 ms | 0.2 ms | 401–402 ms | 401–404 ms |
-//! | layer over leases, before | 832 ms | 0.2 ms | 844 ms | 834 ms |
-//! | layer over leases | 412 ms | 0.2 ms | 408 ms | 410 ms |
-//! | layer over the async limiter (unchanged) | 402–404 ms | 0.2 ms | 402 ms | 402 ms |
+//! | `RedisLimiter`, before | 832 ms | < 1 ms | 836 ms | 832 ms |
+//! | `RedisLimiter` | 408 ms | < 1 ms | 408 ms | 408–409 ms |
+//! | `LeasedLimiter`, before | 832 ms | < 1 ms | 845 ms | 832 ms |
+//! | `LeasedLimiter` | 408 ms | < 1 ms | 408 ms | 408 ms |
+//! | `AsyncRedisLimiter` (unchanged) | 401–403 ms | < 1 ms | 401–402 ms | 401–404 ms |
+//! | layer over leases, before | 832 ms | < 1 ms | 844 ms | 834 ms |
+//! | layer over leases | 408–412 ms | < 1 ms | 408 ms | 408–410 ms |
+//! | layer over the async limiter (unchanged) | 401–404 ms | < 1 ms | 402–404 ms | 402 ms |
 //!
-//! Before, a new connection's handshake read two replies, each with the whole timeout; the
-//! blocking calls now overrun by the last short socket wait's lateness (a kernel tick or
-//! two). The bound asserted, timeout + 200 ms, leaves room for a loaded machine and still
-//! catches a call that waits the timeout twice.
+//! (Three runs after the fix, one before.) Before, a new connection's handshake read two
+//! replies, each with the whole timeout; the blocking calls now overrun by the lateness of
+//! their last short socket wait (a kernel tick or two). The bound asserted, timeout +
+//! 200 ms, leaves room for a loaded machine and still catches a call that waits the timeout
+//! twice.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
