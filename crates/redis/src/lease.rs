@@ -309,8 +309,9 @@ impl LeasedLimiter {
     /// (and giving back the old one's unused permits) when the lease is spent or expired.
     ///
     /// While another caller renews the key's lease, this call waits for that renewal and
-    /// decides from its lease (`remote: false`); if the renewal failed or left no permit,
-    /// it renews itself. All within the configured timeout, counted from this call's start
+    /// decides from its outcome without a round trip (`remote: false`): a permit of the new
+    /// lease, or the refusal Redis gave. If the renewal failed or its permits are gone, it
+    /// renews itself. All within the configured timeout, counted from this call's start
     /// (see the [module docs](self#locking)).
     ///
     /// # Errors
