@@ -43,8 +43,9 @@
 //! round trip; with the lock again it installs the new lease, takes its own permit from it,
 //! clears the mark and wakes the waiters. Another caller of the key meanwhile waits on a
 //! condition variable, at most until its own deadline (then [`Error::Timeout`]). Woken, it
-//! decides from the new lease with no round trip of its own, or, when the renewal failed
-//! or left nothing for it, renews itself with what is left of its own timeout. So no caller
+//! decides from the renewal's outcome with no round trip of its own (a permit of the new
+//! lease, or the refusal Redis gave), or, when the renewal failed or left no permit for it,
+//! renews itself with what is left of its own timeout. So no caller
 //! waits behind another's round trip past its own deadline, and the local path
 //! ([`LeasedLimiter::try_check_and_hit_locally`], what the tower layer asks first) and
 //! [`LeasedLimiter::forget_idle`] never wait for one at all.
