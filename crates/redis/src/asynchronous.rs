@@ -1,5 +1,6 @@
 //! `AsyncRedisLimiter`: the same scripts and answers as [`RedisLimiter`](crate::RedisLimiter),
-//! for tokio, over one multiplexed connection (feature `tokio`).
+//! for tokio, over one multiplexed connection (feature `tokio`) or a Redis Cluster (feature
+//! `cluster`).
 //!
 //! One TCP connection carries every task's calls, pipelined; each call waits for its own
 //! reply under `tokio::time::timeout`, so a slow or paused server costs a caller at most the
@@ -7,21 +8,46 @@
 //! read as another call's. After a connection or timeout error the connection is replaced
 //! on the next call (a restarted server gets a fresh connection and, on `NOSCRIPT`, the
 //! script again).
+//!
+//! # Redis Cluster
+//! `AsyncRedisLimiter::cluster` (feature `cluster`) keeps a connection like that to each
+//! primary and a map of which primary serves which of the 16384 hash slots, so that one
+//! shard's failure costs only its own slots:
+//! - A call computes its key's slot (CRC16 of the hash tag, as Redis does) and goes to that
+//!   slot's primary; it waits for no other node, and for nothing beyond its deadline.
+//! - `MOVED` corrects that slot's entry at once and the call follows it; `ASK` sends it once
+//!   to the importing node, after `ASKING`; `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN` and
+//!   `LOADING` repeat it after a short pause (2 ms, doubling to 50 ms) until its deadline.
+//! - A node whose connection is refused, dropped or not answered within the timeout is left
+//!   alone for 100 ms: calls to its slots fail at once ([`Error::Connection`]). Then a call
+//!   starts a reconnection in the background, and calls keep failing at once until it
+//!   succeeds. Only the calls already waiting on the node when it failed wait for their
+//!   timeout.
+//! - Node failures, `MOVED` and `CLUSTERDOWN` ask for the map again: one background task
+//!   reads `CLUSTER SLOTS` from the nodes in turn (those with a working connection first),
+//!   at most once per 100 ms. No call waits for it except the first ones, which need a map.
+//!
+//! `redis`'s own cluster client (`cluster_async`, 1.2) drives every node's calls from one
+//! task that dispatches nothing while it rebuilds its slot map or reconnects, and that
+//! rebuild waits on every node, the failed one included; its retries sleep at least 1.28 s.
+//! A primary that stopped answering stalled every shard's calls until their timeout, for as
+//! long as it was down (`results/cluster-failover.md`).
 
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use redis::{Client, IntoConnectionInfo};
 use slidelimit::{Limit, Status};
 
 use crate::failure::Verdict;
-use crate::limiter::{Op, Request, Setup};
+use crate::limiter::{Op, Setup};
 use crate::reply::Reply;
 use crate::{Decision, Error, Options};
 
+#[cfg(feature = "cluster")]
+mod cluster;
 mod connection;
 
-use connection::{Backend, Connection};
+use connection::Backend;
 
 /// An async limiter of `N` per `W` per key on Redis; see the [module docs](self).
 ///
@@ -38,7 +64,6 @@ use connection::{Backend, Connection};
 /// ```
 pub struct AsyncRedisLimiter {
     backend: Backend,
-    connection: Mutex<Option<Connection>>,
     timeout: Duration,
     setup: Setup,
     /// Refusals remembered for middleware (see [`Options::refusal_cache`]).
@@ -65,35 +90,49 @@ impl AsyncRedisLimiter {
             .into_connection_info()
             .and_then(Client::open)
             .map_err(|err| Error::Config(err.to_string()))?;
-        Self::with_backend(Backend::Server(client), limit, options)
+        Self::with_backend(
+            Backend::Server(Box::new(connection::Server::new(client))),
+            limit,
+            options,
+        )
     }
 
     /// A limiter of `limit` on the Redis Cluster that `nodes` (any of its nodes' URLs) lead
-    /// to (feature `cluster`): each call goes to the node that owns its key's hash slot,
-    /// following `MOVED` and `ASK` redirections while slots migrate. Connects lazily.
+    /// to (feature `cluster`): each call goes straight to the primary that serves its key's
+    /// hash slot, by a slot map read from `CLUSTER SLOTS`, over one multiplexed connection
+    /// per node, following `MOVED` and `ASK` redirections while slots migrate. Connects
+    /// lazily, on the first call (which must run inside a tokio runtime).
+    ///
+    /// One shard's failure costs only its own slots: a call waits for no node but its own
+    /// slot's, and never past the timeout. Calls to a primary that died or stopped answering
+    /// fail (typed, [`Error::is_backend_failure`]) until its replica is promoted; the map is
+    /// read again in the background after such failures and `MOVED` answers, so the
+    /// promoted replica serves the slot's calls soon after (see the
+    /// [module docs](self#redis-cluster)). The servers should run with
+    /// `cluster-require-full-coverage no`: with the default `yes`, every node refuses every
+    /// call (`CLUSTERDOWN`) from the moment a primary is marked failed until its replica
+    /// takes over.
     ///
     /// What a failover can cost: a write the old primary acknowledged but had not yet sent to
     /// its replica is lost when the replica takes over (Redis replicates asynchronously), so
     /// the hits of that moment may be admitted again, at most one window's worth per key.
     ///
     /// # Errors
-    /// As [`Self::new`], for each node's URL.
+    /// [`Error::Config`] if a URL does not parse, names a Unix socket or no URL is given.
     #[cfg(feature = "cluster")]
     pub fn cluster(nodes: &[&str], limit: Limit, options: Options) -> Result<Self, Error> {
-        let timeout = options.timeout_value();
-        let client = redis::cluster::ClusterClient::builder(nodes.to_vec())
-            .connection_timeout(timeout)
-            .response_timeout(timeout)
-            .build()
-            .map_err(|err| Error::Config(err.to_string()))?;
-        Self::with_backend(Backend::Cluster(client), limit, options)
+        let cluster = cluster::Cluster::new(nodes, options.timeout_value())?;
+        Self::with_backend(
+            Backend::Cluster(std::sync::Arc::new(cluster)),
+            limit,
+            options,
+        )
     }
 
     fn with_backend(backend: Backend, limit: Limit, options: Options) -> Result<Self, Error> {
         let timeout = options.timeout_value();
         Ok(Self {
             backend,
-            connection: Mutex::new(None),
             timeout,
             setup: Setup::new(limit, &options)?,
             refusals: options
@@ -115,84 +154,20 @@ impl AsyncRedisLimiter {
         self.refusals.as_ref()
     }
 
-    async fn connection(&self) -> Result<Connection, Error> {
-        let cached = self
-            .connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(con) = cached {
-            return Ok(con);
-        }
-        let con = self.backend.connect(self.timeout).await?;
-        *self
-            .connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(con.clone());
-        Ok(con)
-    }
-
-    async fn eval(&self, request: &Request) -> Result<Vec<i64>, Error> {
-        let mut con = self.connection().await?;
-        let timeout = self.timeout;
-        let script = request.script;
-        let load = |mut con: Connection| async move {
-            crate::metrics::round_trip();
-            let sha: String = redis::cmd("SCRIPT")
-                .arg("LOAD")
-                .arg(script.source)
-                .query_async(&mut con)
-                .await
-                .map_err(|err| Error::from_redis(err, timeout))?;
-            script.set_sha(sha.clone());
-            Ok::<String, Error>(sha)
-        };
-        let sha = match script.sha() {
-            Some(sha) => sha,
-            None => load(con.clone()).await?,
-        };
-        let mut call = redis::cmd("EVALSHA");
-        call.arg(&sha)
-            .arg(request.keys.len())
-            .arg(&request.keys)
-            .arg(&request.args);
-        crate::metrics::round_trip();
-        match call.query_async::<Vec<i64>>(&mut con).await {
-            Err(err)
-                if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-            {
-                let sha = load(con.clone()).await?;
-                let mut call = redis::cmd("EVALSHA");
-                call.arg(&sha)
-                    .arg(request.keys.len())
-                    .arg(&request.keys)
-                    .arg(&request.args);
-                crate::metrics::round_trip();
-                call.query_async(&mut con)
-                    .await
-                    .map_err(|err| Error::from_redis(err, timeout))
-            }
-            other => other.map_err(|err| Error::from_redis(err, timeout)),
-        }
-    }
-
     async fn run(&self, key: &str, op: Op, n: u64) -> Result<Reply, Error> {
         let request = self.setup.request(key, op, n)?;
-        let result = match tokio::time::timeout(self.timeout, self.eval(&request)).await {
-            Ok(result) => result,
-            Err(_elapsed) => Err(Error::Timeout {
-                after: self.timeout,
-            }),
-        };
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        // The backend gives up at the deadline itself (and learns from it: which connection
+        // to replace, which node failed); this bound holds whatever it awaits.
+        let result = tokio::time::timeout_at(
+            deadline,
+            self.backend.eval(&request, deadline, self.timeout),
+        )
+        .await
+        .unwrap_or(Err(Error::Timeout {
+            after: self.timeout,
+        }));
         crate::metrics::result(&result);
-        if matches!(result, Err(Error::Timeout { .. } | Error::Connection(_))) {
-            // Replace the connection on the next call: it may be dead (a restart) or
-            // hold a server that stopped answering.
-            *self
-                .connection
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = None;
-        }
         Reply::parse(&result?)
     }
 
