@@ -4,7 +4,7 @@
 //! | name | type | unit | labels | meaning |
 //! |---|---|---|---|---|
 //! | `slidelimit_redis_round_trips_total` | counter | commands | none | commands sent to Redis (each script call, and each `SCRIPT LOAD`), by every limiter of the crate |
-//! | `slidelimit_redis_errors_total` | counter | errors | `kind` = `timeout` / `connection` / `server` / `reply` / `weight` / `config` / `tick_out_of_range` | calls that gave no decision, by [`Error`] variant |
+//! | `slidelimit_redis_errors_total` | counter | errors | `kind` = `timeout` / `connection` / `server` / `reply` / `weight` / `config` / `limit` / `tick_out_of_range` | calls that gave no decision, by [`Error`] variant |
 //! | `slidelimit_redis_fallback_decisions_total` | counter | decisions | `policy` = `fail_open` / `fail_closed` / `local`, `outcome` = `admitted` / `refused` | answers the [`FailurePolicy`](crate::FailurePolicy) gave because Redis did not |
 //! | `slidelimit_redis_leases_total` | counter | leases | `kind` = `first` / `renewal` | leases the [`LeasedLimiter`](crate::LeasedLimiter) took with permits in them; a renewal replaces a lease the key held (spent or expired) |
 //! | `slidelimit_redis_lease_decisions_total` | counter | decisions | `outcome` = `admitted` / `refused` | decisions the leased limiter answered without a round trip: from the lease in hand, or from the refusal it remembers |
@@ -83,6 +83,7 @@ fn error_kind(err: &Error) -> &'static str {
         Error::Reply(_) => "reply",
         Error::Weight(_) => "weight",
         Error::Config(_) => "config",
+        Error::Limit(_) => "limit",
         Error::TickOutOfRange { .. } => "tick_out_of_range",
     }
 }
