@@ -94,7 +94,8 @@ pub struct Limit {
     narrower_ticks: [u64; MAX_WINDOWS - 1],
     /// The widest window's count. Counts are at most [`MAX_REQUESTS`] (2^24), so a `u32`
     /// holds them, and the tick fits beside them in the 64 bytes the limit took before it
-    /// carried one (a copy sits in every key's window).
+    /// carried one (a copy sits in every limit override a limiter keeps per key, and in every
+    /// `Answer`).
     max_requests: u32,
     /// The narrower windows' counts, in the order of `narrower_ticks`; unused entries are 0.
     narrower_requests: [u32; MAX_WINDOWS - 1],
