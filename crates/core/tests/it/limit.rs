@@ -489,9 +489,9 @@ fn equality_compares_windows_in_ticks_not_the_tick() {
 
 #[test]
 fn the_tick_costs_no_memory() {
-    // A copy sits in every per-key limit override and every answer: it took 64 bytes on 64-bit targets
-    // before it carried a tick ((u64, u64) for the widest window and three more pairs), and
-    // it takes no more now (the counts, at most 2^24, are u32s).
+    // A copy sits in every per-key limit override and every answer: it took 64 bytes on
+    // 64-bit targets before it carried a tick ((u64, u64) for the widest window and three
+    // more pairs), and it takes no more now (the counts, at most 2^24, are u32s).
     assert!(
         std::mem::size_of::<Limit>() <= 64,
         "{} bytes",
