@@ -78,6 +78,17 @@ pub enum Command {
     Bench(BenchArgs),
 }
 
+impl Command {
+    /// The subcommand's name on the command line, for errors that name its usage.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            Self::Replay(_) => "replay",
+            Self::Simulate(_) => "simulate",
+            Self::Bench(_) => "bench",
+        }
+    }
+}
+
 /// How to get a build with `slidelimit bench`, as a macro for `concat!`.
 #[cfg(not(feature = "bench"))]
 macro_rules! install_bench {

@@ -81,8 +81,17 @@ fn main() -> ExitCode {
             done.exit_code()
         }
         Err(Failure::Usage(message)) => {
-            // clap's own format and exit code (2), as for the errors it finds itself.
-            Cli::command()
+            // clap's own format and exit code (2), as for the errors it finds itself, with
+            // the usage of the command that refused (`slidelimit replay ...`), not the
+            // top-level one.
+            let mut command = Cli::command();
+            command.build();
+            let name = cli.command.name();
+            let mut command = match command.find_subcommand_mut(name) {
+                Some(sub) => sub.clone(),
+                None => command,
+            };
+            command
                 .error(clap::error::ErrorKind::ValueValidation, message)
                 .exit()
         }

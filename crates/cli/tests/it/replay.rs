@@ -255,7 +255,10 @@ fn ticks_and_top_change_the_report() {
         .code(2)
         .stderr(predicate::str::contains(
             "is not a whole, nonzero number of 1s ticks",
-        ));
+        ))
+        // The refusing command's usage, not the top-level one.
+        .stderr(predicate::str::contains("Usage: slidelimit replay"))
+        .stderr(predicate::str::contains("Usage: slidelimit [OPTIONS] <COMMAND>").not());
     // Ticks of 1 s against 3/10s: the same numbers as 3/10ms with ticks of 1 ms.
     let out = stdout_of(
         slidelimit()
