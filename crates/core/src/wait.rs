@@ -163,9 +163,23 @@ where
     /// [`TokioClock`] from now.
     ///
     /// # Panics
-    /// If `tick` is zero or longer than `u64::MAX` nanoseconds (see [`TokioClock::new`]).
+    /// If `tick` is zero or longer than `u64::MAX` nanoseconds (see [`TokioClock::new`]), or
+    /// if the limiter's default limit carries another tick ([`Limit::tick`]: it was built
+    /// from durations in another unit, so every window would last the wrong time): at
+    /// start-up, with the fix in the message, never as a wrong wait later.
+    ///
+    /// [`Limit::tick`]: crate::Limit::tick
     #[must_use]
     pub fn new(limiter: L, tick: Duration) -> Self {
+        if let Some(limit_tick) = limiter.limit().tick() {
+            assert!(
+                limit_tick == tick,
+                "AsyncLimiter::new: the limiter's limit is in ticks of {limit_tick:?}, the \
+                 clock counts ticks of {tick:?}; build the limit in ticks of {tick:?} \
+                 (`limit.in_ticks_of({tick:?})`) or wait with `AsyncLimiter::new(limiter, \
+                 {limit_tick:?})`"
+            );
+        }
         Self::with_clock(limiter, TokioClock::new(tick))
     }
 }

@@ -551,3 +551,25 @@ fn futures_are_send_and_the_limiter_is_shareable() {
     let debug = format!("{waiting:?}");
     assert!(debug.starts_with("AsyncLimiter"), "{debug}");
 }
+
+/// A limit built from durations carries its tick: waiting on it with a clock of another tick
+/// would make every window last the wrong time, so `AsyncLimiter::new` refuses it at once,
+/// naming the fix; the same limit converted, or a clock of its tick, is taken.
+#[tokio::test(start_paused = true)]
+async fn a_limit_in_another_tick_is_refused_where_the_waiter_is_built() {
+    let in_ms = slidelimit::Limit::per_second(2, MS).expect("valid limit");
+    let refused = std::panic::catch_unwind(|| {
+        AsyncLimiter::new(LockFreeLimiter::<u64>::new(in_ms), Duration::from_nanos(1))
+    })
+    .expect_err("a limit in milliseconds under a nanosecond clock");
+    let message = refused
+        .downcast_ref::<String>()
+        .expect("a formatted message");
+    assert!(message.contains("in_ticks_of(1ns)"), "{message}");
+    let in_ns = in_ms
+        .in_ticks_of(Duration::from_nanos(1))
+        .expect("whole nanoseconds");
+    let waiting = AsyncLimiter::new(LockFreeLimiter::<u64>::new(in_ns), Duration::from_nanos(1));
+    assert_eq!(waiting.until_ready(&1).await, Ok(()));
+    let _ = AsyncLimiter::new(LockFreeLimiter::<u64>::new(in_ms), MS);
+}
