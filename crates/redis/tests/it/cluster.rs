@@ -377,6 +377,18 @@ fn cluster_load_migration_and_failover() {
             .expect("CONFIG SET");
     }
     let spared = coverage == "no";
+    // Measured on the 2-core CI VM (results/cluster-failover.md), healthy shards during the
+    // failover, before (redis's `cluster_async` client, b35809e) and after (this crate's
+    // routing, 62a2797):
+    // - killed: 0 of 3319 calls failed, p99 7.0 ms, before; 0 of 3288, p99 3.5 ms, after.
+    //   The failed shard: 20 of 21 calls waited the 1 s timeout, recovery 826 ms after the
+    //   promotion, before; 1644 calls all failed at once (p50 5 µs), recovery 56 ms, after.
+    // - hung: 24 of 828 failed, and every healthy call after the first timeout on the hung
+    //   node (24 of 24 after the promotion too), before; 0 of 2372, p99 1.8 ms, after. The
+    //   failed shard never recovered before; 4 calls waited the timeout, recovery 88 ms,
+    //   after.
+    // With coverage `yes` the killed run failed 8 of 2652 healthy calls before, none
+    // (slowest 851 ms) after; the hung run failed 8 of 2480 after: the servers refused them.
     // The hot key's primary dies (SIGKILL): its connections close, new ones are refused.
     let (victim, _) = cluster.owner(slot);
     let killed = failover(&mut cluster, "cluster-kill", victim, Failure::Kill);
