@@ -17,7 +17,9 @@
 //!   slot's primary; it waits for no other node, and for nothing beyond its deadline.
 //! - `MOVED` corrects that slot's entry at once and the call follows it; `ASK` sends it once
 //!   to the importing node, after `ASKING`; `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN` and
-//!   `LOADING` repeat it after a short pause (2 ms, doubling to 50 ms) until its deadline.
+//!   `LOADING` repeat it after a short pause (2 ms, doubling to 50 ms) while its deadline
+//!   allows, and it fails with that answer ([`Error::Server`]) when the next pause would
+//!   not end in time.
 //! - A node whose connection is refused, dropped or not answered within the timeout is left
 //!   alone for 100 ms: calls to its slots fail at once ([`Error::Connection`]). Then a call
 //!   starts a reconnection in the background, and calls keep failing at once until it

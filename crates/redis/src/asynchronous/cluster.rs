@@ -93,8 +93,8 @@ enum Link {
 enum Next {
     /// Go to this node (`MOVED`), after `ASKING` if `true` (`ASK`).
     Redirect(usize, bool),
-    /// Pause, then ask again.
-    Pause,
+    /// Pause, then ask again; give up with this answer if the pause would pass the deadline.
+    Pause(RedisError),
     /// Give up with this error.
     Fail(Error),
 }
@@ -179,11 +179,10 @@ impl Cluster {
                         "slot {slot}: more than {MAX_REDIRECTIONS} redirections"
                     )))
                 }
-                Next::Pause => {
+                Next::Pause(err) => {
                     let resume = Instant::now() + pause;
                     if resume >= deadline {
-                        tokio::time::sleep_until(deadline).await;
-                        return Err(self.timeout_error());
+                        return Err(Error::from_redis(err, self.timeout));
                     }
                     tokio::time::sleep_until(resume).await;
                     pause = (pause * 2).min(LAST_PAUSE);
@@ -234,10 +233,10 @@ impl Cluster {
             },
             ErrorKind::Server(ServerErrorKind::ClusterDown | ServerErrorKind::MasterDown) => {
                 self.refresh_soon(&mut self.state());
-                Next::Pause
+                Next::Pause(err)
             }
             ErrorKind::Server(ServerErrorKind::TryAgain | ServerErrorKind::BusyLoading) => {
-                Next::Pause
+                Next::Pause(err)
             }
             _ if err.is_io_error() || err.is_connection_dropped() || err.is_timeout() => {
                 let error = Error::from_redis(err.clone(), self.timeout);
@@ -321,8 +320,10 @@ impl Cluster {
                         return Err(Error::Connection(error));
                     }
                     Link::Down { error, .. } => {
-                        let failed = Some(error.clone());
-                        self.start_connecting(&mut state, node, failed);
+                        // Time to try again; the calls fail at once until it connects.
+                        let error = error.clone();
+                        self.start_connecting(&mut state, node, Some(error.clone()));
+                        return Err(Error::Connection(error));
                     }
                     Link::Idle => self.start_connecting(&mut state, node, None),
                 }
@@ -472,20 +473,10 @@ impl Cluster {
             };
             (existing, self.info(entry), entry.host.clone())
         };
+        let fresh = existing.is_none();
         let mut connection = match existing {
             Some(connection) => connection,
-            None => {
-                let connection = self.connect(info).await?;
-                let mut state = self.state();
-                if matches!(state.nodes[node].link, Link::Idle | Link::Down { .. }) {
-                    let number = state.number();
-                    state.nodes[node].link = Link::Up {
-                        connection: connection.clone(),
-                        number,
-                    };
-                }
-                connection
-            }
+            None => self.connect(info).await?,
         };
         let mut command = redis::cmd("CLUSTER");
         command.arg("SLOTS");
@@ -500,6 +491,11 @@ impl Cluster {
             })?;
         let ranges = parse_slots(&value, &host)?;
         let mut state = self.state();
+        if fresh && matches!(state.nodes[node].link, Link::Idle | Link::Down { .. }) {
+            // It answered: the node's calls may use this connection.
+            let number = state.number();
+            state.nodes[node].link = Link::Up { connection, number };
+        }
         let mut slots = vec![UNSERVED; SLOTS];
         for (first, last, host, port) in ranges {
             let node = u16::try_from(state.node(&host, port)).unwrap_or(UNSERVED);
