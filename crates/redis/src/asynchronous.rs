@@ -82,11 +82,15 @@ impl std::fmt::Debug for AsyncRedisLimiter {
 }
 
 impl AsyncRedisLimiter {
-    /// A limiter of `limit` (ticks in microseconds) on the server at `url`. Connects
-    /// lazily, on the first call (which must run inside a tokio runtime).
+    /// A limiter of `limit` on the server at `url`. Connects lazily, on the first call
+    /// (which must run inside a tokio runtime). It counts in microseconds: a limit built from
+    /// durations is converted to them exactly, one of raw ticks is taken to be in them (as
+    /// [`RedisLimiter::new`](crate::RedisLimiter::new) does).
     ///
     /// # Errors
-    /// As [`RedisLimiter::new`](crate::RedisLimiter::new).
+    /// As [`RedisLimiter::new`](crate::RedisLimiter::new): [`Error::Config`] for a malformed
+    /// URL or options the limit cannot take, [`Error::Limit`] for a limit whose windows are
+    /// not whole numbers of microseconds.
     pub fn new(url: &str, limit: Limit, options: Options) -> Result<Self, Error> {
         let client = url
             .into_connection_info()

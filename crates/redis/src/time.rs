@@ -6,7 +6,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use slidelimit::Clock;
 
 /// Where a call's timestamp comes from. Ticks are **microseconds** in both cases (`TIME`'s
-/// resolution), so a limit of 100 per second is `Limit::new(100, 1_000_000)`.
+/// resolution), so a limit of 100 per second is `Limit::new(100, 1_000_000)`, or a limit
+/// built from durations in any tick (`Limit::per_second(100, Duration::from_nanos(1))`),
+/// which every Redis limiter converts to microseconds ([`Limit::in_ticks_of`]).
+///
+/// [`Limit::in_ticks_of`]: slidelimit::Limit::in_ticks_of
 ///
 /// - [`TimeSource::Server`] (default): the script reads the server's `TIME`. One clock
 ///   decides for every process and host, so clock skew between clients cannot break the
