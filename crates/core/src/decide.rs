@@ -305,7 +305,7 @@ mod tests {
         let cached = CachedRefusals::<_, u64>::new(Arc::clone(&lock_free));
         assert_eq!(cached.limit_in_callers_ticks().unwrap().tick(), Some(ms));
         let ns = Duration::from_nanos(1);
-        crate::LimitControl::set_limit(&*lock_free, Limit::per_second(5, ns).unwrap());
+        crate::limiter::LimitControl::set_limit(&*lock_free, Limit::per_second(5, ns).unwrap());
         assert_eq!(cached.limit_in_callers_ticks().unwrap().tick(), Some(ns));
         // Local cannot name its limiter's key type: no answer.
         assert_eq!(
