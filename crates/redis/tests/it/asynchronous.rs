@@ -9,14 +9,7 @@ use slidelimit::ManualClock;
 use slidelimit_redis::{AsyncRedisLimiter, Error, FailurePolicy, Options, Source, TimeSource};
 
 use crate::over_admissions;
-use crate::{limit, shared, Server, TIMEOUT};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
+use crate::{limit, runtime, shared, Server, TIMEOUT};
 
 #[test]
 fn async_answers_like_the_blocking_limiter() {

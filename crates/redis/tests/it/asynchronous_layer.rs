@@ -13,17 +13,10 @@ use slidelimit_redis::{AsyncRedisLimiter, FailurePolicy, LeasedLimiter, Options,
 use slidelimit_tower::{Header, RateLimitLayer};
 use tower::{service_fn, Layer, Service, ServiceExt};
 
-use crate::{limit, shared, Server, TIMEOUT};
+use crate::{limit, runtime, shared, Server, TIMEOUT};
 
 /// A minute in the Redis limiters' microsecond ticks.
 const MINUTE: u64 = 60_000_000;
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime")
-}
 
 /// A service behind the layer over `limiter`, keyed by `x-api-key`.
 fn service(

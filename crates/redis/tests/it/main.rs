@@ -38,6 +38,15 @@ pub(crate) fn shared() -> &'static Server {
     SERVER.get_or_init(Server::start_watched)
 }
 
+/// A runtime on the test's own thread, for the async limiter's tests.
+#[cfg(feature = "tokio")]
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
 /// Generous: the machine is shared with other builds.
 pub(crate) const TIMEOUT: Duration = Duration::from_secs(5);
 

@@ -142,13 +142,7 @@ mod asynchronous {
     use tower::{service_fn, Layer, ServiceExt};
 
     use super::*;
-
-    fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("tokio runtime")
-    }
+    use crate::runtime;
 
     #[test]
     fn a_nanosecond_limit_is_a_minute_in_async_redis() {

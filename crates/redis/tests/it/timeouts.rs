@@ -345,14 +345,7 @@ mod asynchronous {
     use tower::{service_fn, Layer, Service, ServiceExt};
 
     use super::{leased, options, within_bound, Target, CALLS, FAULTS, MINUTE};
-    use crate::limit;
-
-    fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("tokio runtime")
-    }
+    use crate::{limit, runtime};
 
     fn get() -> Request<String> {
         Request::get("/")
