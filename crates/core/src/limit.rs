@@ -173,6 +173,14 @@ pub enum LimitError {
         /// The second limit's tick.
         second: Duration,
     },
+    /// A limit built in ticks of `limit_tick` was given to a clock counting ticks of
+    /// `clock_tick` ([`Limit::check_counted_in`]): every window would last the wrong time.
+    TickMismatch {
+        /// The limit's tick ([`Limit::tick`]).
+        limit_tick: Duration,
+        /// The tick the clock counts.
+        clock_tick: Duration,
+    },
     /// [`Limit::and`] would give more than [`MAX_WINDOWS`] windows.
     TooManyWindows {
         /// How many windows were asked for.
@@ -252,6 +260,16 @@ impl fmt::Display for LimitError {
                 f,
                 "limits in ticks of {first:?} and of {second:?} joined; convert one with \
                  Limit::in_ticks_of first"
+            ),
+            Self::TickMismatch {
+                limit_tick,
+                clock_tick,
+            } => write!(
+                f,
+                "the limit was built in ticks of {limit_tick:?}, but the clock counts ticks of \
+                 {clock_tick:?}: a window meant to last W x {limit_tick:?} would last W x \
+                 {clock_tick:?}; build the limit in ticks of {clock_tick:?} \
+                 (`limit.in_ticks_of({clock_tick:?})`), or count ticks of {limit_tick:?}"
             ),
             Self::TooManyWindows { windows } => write!(
                 f,
@@ -459,6 +477,23 @@ impl Limit {
             joined.narrower_ticks[i] = narrow_w;
         }
         Ok(joined)
+    }
+
+    /// Whether this limit may be counted by a clock of ticks of `clock_tick`: a limit of raw
+    /// ticks ([`Limit::new`]) may (its unit is whatever the clock counts), one that carries
+    /// its tick only if it is `clock_tick`. The one check every place that pairs a limit with
+    /// a clock makes (the tower layer, the core's waiting).
+    ///
+    /// # Errors
+    /// [`LimitError::TickMismatch`], whose message names the fix.
+    pub fn check_counted_in(&self, clock_tick: Duration) -> Result<(), LimitError> {
+        match self.tick {
+            Some(limit_tick) if limit_tick != clock_tick => Err(LimitError::TickMismatch {
+                limit_tick,
+                clock_tick,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// The same limit counted in ticks of `tick`: every window is rescaled, exactly, from

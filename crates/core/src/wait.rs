@@ -171,14 +171,8 @@ where
     /// [`Limit::tick`]: crate::Limit::tick
     #[must_use]
     pub fn new(limiter: L, tick: Duration) -> Self {
-        if let Some(limit_tick) = limiter.limit().tick() {
-            assert!(
-                limit_tick == tick,
-                "AsyncLimiter::new: the limiter's limit is in ticks of {limit_tick:?}, the \
-                 clock counts ticks of {tick:?}; build the limit in ticks of {tick:?} \
-                 (`limit.in_ticks_of({tick:?})`) or wait with `AsyncLimiter::new(limiter, \
-                 {limit_tick:?})`"
-            );
+        if let Err(err) = limiter.limit().check_counted_in(tick) {
+            panic!("AsyncLimiter::new: {err}");
         }
         Self::with_clock(limiter, TokioClock::new(tick))
     }

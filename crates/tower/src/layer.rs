@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 use slidelimit::decide::LimitInTicks;
-use slidelimit::{Clock, LimitError, MonotonicClock};
+use slidelimit::{Clock, Limit, LimitError, MonotonicClock};
 use tower_layer::Layer;
 
 use crate::{PolicyName, RateLimit};
@@ -168,7 +168,7 @@ impl<L: LimitInTicks + ?Sized, E: 'static> RateLimitLayer<L, E> {
     /// with the fix, or `Ok` (the checks [`Layer::layer`] makes).
     fn check<S>(&self) -> Result<(), String> {
         if let Some(limit) = self.limiter.limit_in_callers_ticks() {
-            tick_mismatch(limit.tick(), self.config.tick)?;
+            tick_mismatch(limit, self.config.tick)?;
         }
         crate::key::peer::unreadable_connection(
             &self.extractor,
@@ -178,22 +178,17 @@ impl<L: LimitInTicks + ?Sized, E: 'static> RateLimitLayer<L, E> {
     }
 }
 
-/// The fix, when a limit that carries `limit_tick` is counted in the layer's `layer_tick`.
-pub(crate) fn tick_mismatch(
-    limit_tick: Option<Duration>,
-    layer_tick: Duration,
-) -> Result<(), String> {
-    match limit_tick {
-        Some(tick) if tick != layer_tick => Err(format!(
-            "slidelimit-tower: the limiter's Limit was built in ticks of {tick:?}, but the \
-             layer's clock counts ticks of {layer_tick:?}: a window meant to last W x \
-             {tick:?} would last W x {layer_tick:?}. Build the limit in the layer's ticks \
-             (`Limit::per_minute(n, Duration::from_nanos(1))` for the default clock, or \
-             `limit.in_ticks_of({layer_tick:?})`), or give the layer a clock counting \
-             {tick:?} ticks with `RateLimitLayer::with_clock(clock, {tick:?})`"
-        )),
-        _ => Ok(()),
-    }
+/// The fix, when `limit` cannot be counted in the layer's `layer_tick` (the core's check,
+/// with the layer's own way out: a clock of the limit's tick).
+pub(crate) fn tick_mismatch(limit: Limit, layer_tick: Duration) -> Result<(), String> {
+    limit.check_counted_in(layer_tick).map_err(|err| {
+        let limit_tick = limit.tick().unwrap_or(layer_tick);
+        format!(
+            "slidelimit-tower: {err} (`Limit::per_minute(n, Duration::from_nanos(1))` for the \
+             default clock), or give the layer a clock counting {limit_tick:?} ticks with \
+             `RateLimitLayer::with_clock(clock, {limit_tick:?})`"
+        )
+    })
 }
 
 /// Applies the layer: every service it makes shares the limiter, the extractor's settings
@@ -289,9 +284,12 @@ mod tests {
     #[test]
     fn a_limit_in_other_ticks_than_the_clock_is_refused_with_the_fix() {
         let (ns, ms) = (Duration::from_nanos(1), Duration::from_millis(1));
-        assert_eq!(tick_mismatch(None, ns), Ok(()), "raw ticks: the layer's");
-        assert_eq!(tick_mismatch(Some(ns), ns), Ok(()));
-        let fix = tick_mismatch(Some(ms), ns).unwrap_err();
+        let raw = Limit::new(100, 60_000).unwrap();
+        let in_ns = Limit::per_minute(100, ns).unwrap();
+        let in_ms = Limit::per_minute(100, ms).unwrap();
+        assert_eq!(tick_mismatch(raw, ns), Ok(()), "raw ticks: the layer's");
+        assert_eq!(tick_mismatch(in_ns, ns), Ok(()));
+        let fix = tick_mismatch(in_ms, ns).unwrap_err();
         assert!(fix.contains("ticks of 1ms"), "{fix}");
         assert!(fix.contains("ticks of 1ns"), "{fix}");
         assert!(fix.contains("in_ticks_of(1ns)"), "{fix}");

@@ -2,7 +2,6 @@
 //! refused with a retry-after of `r` is refused here until `r` has passed, without a round
 //! trip.
 
-use std::cell::Cell;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::future::Future;
@@ -80,16 +79,15 @@ impl Refusal {
             Windows::Single => Some(WindowStatuses::single(status)),
             Windows::Kept(windows) => {
                 let binding = windows.binding();
-                // `map` visits the windows in order; the index finds the binding one.
-                let index = Cell::new(0);
-                Some(windows.map(|window| {
-                    let wait = count_down(window.retry_after_ticks);
-                    let is_binding = index.replace(index.get() + 1) == binding;
-                    Status {
-                        retry_after_ticks: if is_binding { wait.max(1) } else { wait },
-                        ..window
-                    }
-                }))
+                Some(WindowStatuses::from_windows(
+                    windows.iter().enumerate().map(|(index, window)| {
+                        let wait = count_down(window.retry_after_ticks);
+                        Status {
+                            retry_after_ticks: if index == binding { wait.max(1) } else { wait },
+                            ..window
+                        }
+                    }),
+                ))
             }
         };
         Answer::Decided {
