@@ -29,15 +29,13 @@ use std::time::Duration;
 use slidelimit::{Answer, Decide, Decision, Status};
 
 use crate::failure::Fallback;
+use crate::limiter::MICROSECOND;
 use crate::{AsyncRedisLimiter, Error, LeaseDecision, LeasedLimiter};
 
 /// The wait a fail-closed refusal suggests (`Retry-After` of the tower layer's 503): a
 /// restarting server is usually back within a second or two, and a client that retries
 /// sooner only adds load to an outage.
 pub const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
-
-/// The Redis limiters' tick.
-const MICROSECOND: Duration = Duration::from_micros(1);
 
 impl<K: Display + ?Sized> Decide<K> for AsyncRedisLimiter {
     /// One allocation per request for the key's text and the future: a round trip costs far
