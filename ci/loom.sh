@@ -38,6 +38,7 @@ mutants=(
     "seal_without_restore keyed"
     "get_then_insert keyed"
     "tombstone_after_unlink keyed"
+    "look_without_seal keyed"
     "buckets_seal_without_recheck keyed"
     "buckets_record_before_reserve buckets"
     "buckets_split_tag_count buckets"

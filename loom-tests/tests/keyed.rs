@@ -2,7 +2,8 @@
 //! map, removed by sealing their own words) with `remove_idle` as the sweeper: M1–M4 (a
 //! writer racing a sweeper, two sweepers, a hit between a sweeper's look and its seal, two
 //! first-time writers), M5 (a seal given back), M6 (a late
-//! writer below the watermark) and M7 (the rolling buckets' seal).
+//! writer below the watermark), M7 (the rolling buckets' seal) and M8 (the automatic sweep's
+//! look at a due key, racing a writer).
 //! (The plan's M5, a sweeper racing a replace API, has no subject: no such API exists; the
 //! number is reused.)
 //!
@@ -338,6 +339,51 @@ fn m6_late_writer_below_watermark() {
     });
 }
 
+/// M8: the automatic sweep's look never loses a concurrent hit. With a floor of one key per
+/// shard every creation takes a sweep step; the key's last hit is at 5, and eight creations
+/// at 20 (the last of them, B's, on its own thread) bring the observed clock, and so the
+/// floor, to 20: B's step finds the key due and removes it if it is still fresh by 20. The
+/// writer's `check_and_hit(31)` races that look: it is always admitted, and the key's
+/// current entry must hold it (either the writer's CAS came first and the look finds the key
+/// live, or it met the retired entry and went on into a fresh one).
+fn m8_automatic_look_vs_writer() {
+    check("keyed::m8_automatic_look_vs_writer", || {
+        let limit = Limit::new(1, WINDOW_TICKS).unwrap();
+        let options = Options::default().lateness_ticks(0).sweep_floor_keys(1);
+        let limiter = Arc::new(Limiter::with_options(ExactLog::new(limit), options));
+        assert!(limiter.check_and_hit(&KEY, 5));
+        for other in 100..107 {
+            assert!(limiter.check_and_hit(&other, 20));
+        }
+        assert_eq!(
+            limiter.tracked_keys(),
+            8,
+            "nothing is fresh by the floor yet"
+        );
+        let writer = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.check_and_hit(&KEY, 31))
+        };
+        let creator = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.check_and_hit(&200, 20))
+        };
+        let admitted = writer.join().unwrap();
+        assert!(creator.join().unwrap());
+        assert!(admitted, "31 is admitted: 5 has expired, the floor is 20");
+        assert_window_safe(&[5, 31], 1);
+        let Some(ring) = current_entry(&limiter) else {
+            panic!("lost hit: the key has no entry, yet 31 must still count");
+        };
+        assert_no_seal(&ring.slots);
+        assert_eq!(
+            ring.ticks().last(),
+            Some(&31),
+            "lost hit: 31 is not in the key's current entry"
+        );
+    });
+}
+
 #[test]
 fn m1() {
     m1_sweeper_vs_writer();
@@ -371,6 +417,11 @@ fn m6() {
 #[test]
 fn m7() {
     m7_bucket_seal_vs_writer();
+}
+
+#[test]
+fn m8() {
+    m8_automatic_look_vs_writer();
 }
 
 // Negative controls: they exist only in the build of their mutant (`ci/loom.sh` builds each
@@ -414,6 +465,15 @@ fn mutant_buckets_seal_without_recheck_caught_by_m7() {
 #[should_panic(expected = "window oracle:")]
 fn mutant_tombstone_after_unlink_caught_by_m6() {
     m6_late_writer_below_watermark();
+}
+
+/// X12: an automatic sweep step that judges a due key by a look at its words and unlinks it
+/// without retiring it lets a writer's hit land in the unlinked entry.
+#[test]
+#[cfg(slidelimit_loom_mutant = "look_without_seal")]
+#[should_panic(expected = "lost hit:")]
+fn mutant_look_without_seal_caught_by_m8() {
+    m8_automatic_look_vs_writer();
 }
 
 /// X9: get-then-insert key creation gives two first-time writers an entry each, and both

@@ -8,7 +8,10 @@
 //! # Removal watermarks
 //! A sweep removes a key only when its state is fresh (equal to an empty window) from a tick
 //! at or below the *removal floor*, which it first raises to its `now - D` (`D` the lateness
-//! tolerance), but never past what the limiter has observed as real time ([`floor`]). A key
+//! tolerance), but never past what the limiter has observed as real time ([`floor`]); the
+//! automatic sweep removes only keys fresh by that floor, so it leaves no tombstones
+//! (`remove_idle` removes by its own `now - D`, and leaves one for each key it removes while
+//! fresh only above the floor). A key
 //! re-created after a removal answers with the floor it finds, so `allowed` and
 //! `check_and_hit` below it are refused (a documented false negative: they may have needed the
 //! forgotten hits); `hit` always records. A key never seen, or not removed, is refused only
@@ -17,9 +20,17 @@
 //!
 //! # Shards and sweep steps
 //! Keys are spread over [`Options::key_shards`] shards by their hash. A shard grows on its own
-//! (a resize copies one shard, not the map), and the automatic sweep visits one shard per
-//! key-creating call: no call pays for the whole map. `remove_idle` sweeps
-//! every shard on the caller's thread, for users who want removal off the request path.
+//! (a resize copies one shard, not the map), and keeps its own key count and a queue of its
+//! keys by the tick each is due for a look (module `schedule`): a key-creating call looks at up to
+//! eight due keys of its own shard, so no call pays for the map, and a sweep visits about one
+//! key per key it removes. `remove_idle` sweeps every shard on the caller's thread, for users
+//! who want removal off the request path.
+//!
+//! # What a created or removed key writes
+//! Its shard's words only (the map shard, the shard's key counts and due queue), with two
+//! limiter-wide exceptions, both rare: the observed clock records one creation in
+//! [`OBSERVE_EVERY`] per shard, and the removal floor is written when a sweep step raises it
+//! (once per tick that sweeps see). The allocator's settling is paced per thread.
 
 pub mod concurrent;
 pub mod floor;
@@ -34,7 +45,6 @@ use crate::limit::Limit;
 use crate::sync::{AtomicU64, Ordering};
 use crate::window::{Algorithm, Status, WeightError, WindowStatuses, MAX_TICK};
 use floor::RemovalFloor;
-use schedule::SweepSchedule;
 
 /// How a limiter manages its keys. Build with [`Options::default`] and the setters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,9 +81,11 @@ impl Options {
         self
     }
 
-    /// Below this many tracked keys the limiter never sweeps on its own; above it, it sweeps
-    /// whenever the key map has doubled since the last sweep. Default 4096. `usize::MAX`
-    /// turns the automatic sweep off (then only `remove_idle` removes keys).
+    /// Below this many tracked keys the limiter never sweeps on its own: each of the
+    /// [`Self::key_shards`] shards starts its automatic sweep once it holds its share of
+    /// them (rounded up), and from then on each key-creating call in it looks at up to eight
+    /// of its keys that are due (see [`crate::keyed`]). Default 4096. `usize::MAX` turns the
+    /// automatic sweep off (then only `remove_idle` removes keys).
     #[must_use]
     pub const fn sweep_floor_keys(mut self, keys: usize) -> Self {
         self.sweep_floor_keys = keys;
@@ -81,9 +93,9 @@ impl Options {
     }
 
     /// How many shards the key map is split into, rounded up to a power of two (at least
-    /// 1). A shard's table grows by itself, and the automatic sweep visits one shard per
-    /// key-creating call, so the longest pause any call takes for the map is about
-    /// `tracked keys / key_shards` entries' worth of work. Shards are created on first use.
+    /// 1). A shard's table grows by itself (the longest pause any call takes for the map is
+    /// about `tracked keys / key_shards` entries' worth of copying), and a key's creation
+    /// and removal write only its shard's words. Map shards are created on first use.
     /// Default [`DEFAULT_KEY_SHARDS`].
     #[must_use]
     pub const fn key_shards(mut self, shards: usize) -> Self {
@@ -151,10 +163,35 @@ pub(crate) fn settle_allocator() {
     )));
 }
 
-/// Keys the automatic sweep removes between two [`settle_allocator`] calls: the frees one fold
-/// walks (two small blocks per key, a few tens of microseconds for the lot), and few enough
-/// folds that key churn reuses freed blocks as they are.
+/// A shard's creations the observed clock records (see [`floor`]): one in this many, so that
+/// a creation writes the limiter-wide clock only now and then, while the clock stays fresh
+/// (with shards, every one creates its first key and every eighth after it).
+pub const OBSERVE_EVERY: usize = 8;
+
+/// Keys the automatic sweep removes on one thread between two [`settle_allocator`] calls: the
+/// frees one fold walks (two small blocks per key, a few tens of microseconds for the lot),
+/// and few enough folds that key churn reuses freed blocks as they are.
 const SETTLE_AFTER_REMOVALS: usize = 4096;
+
+std::thread_local! {
+    /// Keys this thread's sweep steps removed since it last called [`settle_allocator`]:
+    /// per thread (glibc's caches and arenas are per thread too), so that no removal writes
+    /// a word other threads write.
+    static UNSETTLED_REMOVALS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts `removed` keys toward the next [`settle_allocator`] call on this thread.
+fn settle_after(removed: usize) {
+    let due = UNSETTLED_REMOVALS.with(|unsettled| {
+        let total = unsettled.get() + removed;
+        let due = total >= SETTLE_AFTER_REMOVALS;
+        unsettled.set(if due { 0 } else { total });
+        due
+    });
+    if due {
+        settle_allocator();
+    }
+}
 
 /// Why `status` of weight 1 cannot fail: every limit admits at least one hit.
 pub(crate) const WEIGHT_ONE_FITS: &str = "every limit admits a hit of weight 1";
@@ -200,6 +237,15 @@ pub(crate) fn process_hasher() -> KeyHasher {
 #[cfg(slidelimit_loom)]
 pub(crate) fn process_hasher() -> KeyHasher {
     KeyHasher::default()
+}
+
+/// The order in which a shard's due queue takes the keys it already holds when it is armed
+/// (see [`schedule`]): by this rank, the key's hash under the process's key hasher, so that
+/// every variant (whatever order its map iterates in) queues them alike.
+#[doc(hidden)]
+#[must_use]
+pub fn arming_rank<K: Hash + ?Sized>(key: &K) -> u64 {
+    process_hasher().hash_one(key)
 }
 
 /// The removal watermark an entry answers with: the removal floor, read once, lazily, by the
@@ -318,9 +364,16 @@ pub(crate) struct KeyPolicy<W> {
     window: W,
     lateness_ticks: u64,
     floor: RemovalFloor,
-    schedule: SweepSchedule,
-    /// Keys the automatic sweep removed since it last called [`settle_allocator`].
-    unsettled_removals: crate::sync::AtomicUsize,
+    /// The time the limiter has observed (see [`floor`]).
+    observed: floor::ObservedClock,
+    /// A shard's creations the observed clock records: one in this many.
+    observe_every: usize,
+    /// A shard sweeps itself once it holds this many keys: its share of
+    /// [`Options::sweep_floor_keys`] (`usize::MAX` shares out as more than any shard holds).
+    shard_floor_keys: usize,
+    /// One window plus the lateness tolerance: how long after a key is created or found live
+    /// it is due for another look.
+    recheck_ticks: u64,
     shards: usize,
     hasher: KeyHasher,
     /// [`Options::tick`], recorded in snapshots.
@@ -335,12 +388,15 @@ impl<W: Algorithm> KeyPolicy<W> {
             .lateness_ticks
             .unwrap_or(window.limit().window_ticks());
         let shards = options.shard_count();
+        let recheck_ticks = window.limit().window_ticks().saturating_add(lateness_ticks);
         Self {
             window,
             lateness_ticks,
             floor: RemovalFloor::new(),
-            schedule: SweepSchedule::new(options.sweep_floor_keys, shards),
-            unsettled_removals: crate::sync::AtomicUsize::new(0),
+            observed: floor::ObservedClock::new(),
+            observe_every: OBSERVE_EVERY.min(shards),
+            shard_floor_keys: options.sweep_floor_keys.div_ceil(shards).max(1),
+            recheck_ticks,
             shards,
             hasher: process_hasher(),
             tick_nanos: options.tick_nanos,
@@ -358,10 +414,12 @@ impl<W: Algorithm> KeyPolicy<W> {
         shard_index(self.hasher.hash_one(key), self.shards)
     }
 
-    /// Raises the removal floor for a sweep at `now` and returns the bounds its steps apply.
+    /// Raises the removal floor for a sweep at `now` and returns the bounds the sweep applies.
     fn sweep_bounds(&self, now: u64) -> SweepBounds {
         SweepBounds {
-            floor: self.floor.raise_for_sweep(now, self.lateness_ticks),
+            floor: self
+                .floor
+                .raise_for_sweep(now, self.observed.time(), self.lateness_ticks),
             horizon: now.min(MAX_TICK).saturating_sub(self.lateness_ticks),
         }
     }
@@ -371,33 +429,48 @@ impl<W: Algorithm> KeyPolicy<W> {
         self.floor().max(tombstone.unwrap_or(0))
     }
 
-    /// After a call at `now` created a key, with `tracked_keys` now tracked: one step of the
-    /// automatic sweep if the schedule wants one. `step` sweeps the shard it is given and
-    /// returns the keys it removed and the keys tracked after it.
-    fn after_creation(
-        &self,
-        now: u64,
-        tracked_keys: usize,
-        step: impl FnOnce(usize, SweepBounds) -> (usize, usize),
-    ) {
-        self.floor.observe_creation(now);
-        self.metrics.key_created(tracked_keys);
-        if let Some(shard) = self.schedule.claim(tracked_keys) {
-            let (removed, tracked_after) = step(shard, self.sweep_bounds(now));
-            self.schedule.done(shard, tracked_after);
-            self.metrics.keys_removed(removed);
-            self.metrics.tracked(tracked_after);
-            // Relaxed: a pacing count; it orders nothing.
-            let unsettled = self
-                .unsettled_removals
-                .fetch_add(removed, Ordering::Relaxed)
-                + removed;
-            if unsettled >= SETTLE_AFTER_REMOVALS {
-                // Relaxed: as above.
-                self.unsettled_removals.store(0, Ordering::Relaxed);
-                settle_allocator();
-            }
+    /// After a call at `now` created a key in a shard that created or installed
+    /// `created_before` keys before it: counts it, and records `now` in the observed clock if
+    /// this is one of the shard's creations it samples: one in [`OBSERVE_EVERY`] (one in the
+    /// shard count if fewer), the shard's first included.
+    #[inline]
+    fn after_creation(&self, now: u64, created_before: usize) {
+        self.metrics.key_created();
+        if created_before % self.observe_every == 0 {
+            self.observed.observe(now);
         }
+    }
+
+    /// Whether a shard holding `keys` keys sweeps itself: at its share of
+    /// [`Options::sweep_floor_keys`] and above.
+    #[inline]
+    fn shard_sweeps(&self, keys: usize) -> bool {
+        keys >= self.shard_floor_keys
+    }
+
+    /// One step of the automatic sweep, by a call at `now` that created a key in a shard
+    /// whose queue is `queue`: raises the floor by the observed clock, then looks at the keys due by it (see [`schedule::DueQueue::service`]).
+    /// `look` removes a key if its state is fresh by the floor it is given (never leaving a
+    /// tombstone: only `remove_idle`, which removes by `now`, leaves them) and says what it
+    /// found. Returns the keys removed.
+    fn sweep_step<K>(
+        &self,
+        queue: &mut schedule::DueQueue<K>,
+        now: u64,
+        mut look: impl FnMut(&K, u64) -> schedule::Look,
+    ) -> usize {
+        let floor = self
+            .floor
+            .raise_for_sweep(now, self.observed.time(), self.lateness_ticks);
+        let trusted = floor.saturating_add(self.lateness_ticks);
+        let removed = queue.service(trusted, self.lateness_ticks, self.recheck_ticks, |key| {
+            look(key, floor)
+        });
+        if removed > 0 {
+            self.metrics.swept(removed);
+            settle_after(removed);
+        }
+        removed
     }
 
     /// `remove_idle(now)`: every shard, under one raise of the floor. `step` sweeps the shard

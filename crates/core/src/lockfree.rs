@@ -133,4 +133,8 @@ impl<W: Algorithm> GuardedEntry for LockFreeEntry<W> {
     fn retire_if_idle(&self, horizon: u64) -> Option<u64> {
         self.window.try_seal(horizon)
     }
+
+    fn idle_from_hint(&self) -> u64 {
+        self.window.fresh_from_hint()
+    }
 }

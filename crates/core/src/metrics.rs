@@ -4,7 +4,7 @@
 //! | name | type | unit | labels | meaning |
 //! |---|---|---|---|---|
 //! | `slidelimit_decisions_total` | counter | decisions | `limiter`, `outcome` = `admitted` / `refused` | answers of `check_and_hit` and `check_and_hit_n` |
-//! | `slidelimit_keys_tracked` | gauge | keys | `limiter` | keys with state, after the last creation, sweep or restore |
+//! | `slidelimit_keys_tracked` | gauge | keys | `limiter` | keys with state, after the last creation, sweep or restore (moved by each creation and automatic sweep, set by `remove_idle` and restores) |
 //! | `slidelimit_keys_created_total` | counter | keys | `limiter` | calls that created a key's state (its first use, or its first after a removal) |
 //! | `slidelimit_keys_removed_total` | counter | keys | `limiter` | idle keys removed, by the automatic sweep and by `remove_idle` |
 //! | `slidelimit_sweep_seconds` | histogram | seconds | `limiter` | how long each `remove_idle` call took |
@@ -21,7 +21,7 @@
 //! **The `limiter` label** is [`Options::limiter_name`](crate::Options::limiter_name),
 //! `"default"` unless set: name each limiter of a process (`"login"`, `"api"`) to tell them
 //! apart. Limiters with the same name share their series (their counters add up, their
-//! gauges overwrite each other), so give each limiter its own name.
+//! gauges mix), so give each limiter its own name.
 //!
 //! **Handles, registered when the limiter is built.** A limiter registers its counters,
 //! gauges and histogram once, when it is constructed, and afterwards only increments those

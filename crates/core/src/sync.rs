@@ -4,12 +4,12 @@
 #[cfg(slidelimit_loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(slidelimit_loom)]
-pub(crate) use loom::sync::{Arc, Mutex, RwLock};
+pub(crate) use loom::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 #[cfg(not(slidelimit_loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 #[cfg(not(slidelimit_loom))]
-pub(crate) use std::sync::Mutex;
+pub(crate) use std::sync::{Mutex, MutexGuard};
 
 /// A 128-bit atomic: `portable_atomic`'s natively (`cmpxchg16b` on x86_64, detected at run
 /// time; 128-bit exclusives on AArch64). Loom has none, so under loom it is a word behind a

@@ -195,6 +195,10 @@ pub trait AtomicWindow: Send + Sync + 'static {
     /// seal on, no operation records anything in it again. `None`: not fresh, sealed by
     /// someone else, or a write raced the seal (then the window is left as it was).
     fn try_seal(&self, horizon: u64) -> Option<u64>;
+    /// The tick from which the window is fresh, as one look at its words says, without a
+    /// seal: when the automatic sweep should look at the key again (a later write only moves
+    /// it later, and the sweep's look then finds the key live and asks again).
+    fn fresh_from_hint(&self) -> u64;
 }
 
 /// An operation met a window sealed for removal: it decided and recorded nothing; look the

@@ -144,4 +144,9 @@ impl<W: Algorithm> GuardedEntry for KeyMutex<W> {
         slot.retired = true;
         Some(slot.window.idle_from())
     }
+
+    fn idle_from_hint(&self) -> u64 {
+        let slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.window.idle_from()
+    }
 }

@@ -6,11 +6,12 @@
 //! watermarks, the automatic sweep) is here, once.
 
 use std::borrow::Borrow;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
 use super::map::KeyMap;
+use super::schedule::{Look, ShardBook};
 use super::{fits_limit, EntryWatermark, KeyPolicy, Options, SweepBounds, WEIGHT_ONE_FITS};
 use crate::limit::Limit;
 use crate::limiter::RateLimiter;
@@ -99,6 +100,11 @@ pub trait GuardedEntry: Send + Sync + 'static {
     /// Retires the entry if its window is fresh for every call at or after `horizon`, so that
     /// no operation records anything in it again; returns the tick from which it was fresh.
     fn retire_if_idle(&self, horizon: u64) -> Option<u64>;
+
+    /// The tick from which the window is fresh, as far as a look without retiring it says:
+    /// when the automatic sweep looks at the key again (see
+    /// [`crate::window::AtomicWindow::fresh_from_hint`]).
+    fn idle_from_hint(&self) -> u64;
 }
 
 /// A keyed limiter over a concurrent map whose entries guard their own windows.
@@ -110,6 +116,8 @@ pub struct EntryGuardedLimiter<K, E: GuardedEntry> {
     /// Keys a sweep removed while their state was fresh only from a tick above the removal
     /// floor (see [`super::Tombstone`]), in the same shards as `map`.
     tombstones: KeyMap<K, super::Tombstone>,
+    /// Each shard's key count and due queue (see [`super::schedule`]).
+    books: Box<[ShardBook<K>]>,
     policy: KeyPolicy<E::Algorithm>,
     limits: LimitTable<K, E::Algorithm>,
     _keys: PhantomData<fn(K)>,
@@ -164,6 +172,7 @@ where
         Self {
             map: KeyMap::new(policy.hasher.clone(), policy.shards),
             tombstones: KeyMap::new(policy.hasher.clone(), policy.shards),
+            books: (0..policy.shards).map(|_| ShardBook::new()).collect(),
             limits: LimitTable::new(window, &policy.hasher, policy.shards),
             policy,
             _keys: PhantomData,
@@ -288,7 +297,7 @@ where
     /// Gives `key` the state `state` under its current limit, with removal watermark
     /// `watermark`: a new entry, or one that replaces the key's entry through
     /// [`Self::replace_entry`].
-    fn install(&self, key: &K, state: &WindowState, watermark: u64) {
+    fn install(&self, key: &K, state: &WindowState, watermark: u64, now: u64) {
         loop {
             let (version, window) = self.limits.resolve(key);
             let make = || E::from_state(&window, state, version, watermark);
@@ -297,7 +306,13 @@ where
                 .get_with(key, |entry| self.replace_entry(key, entry, |_, _| make()))
             {
                 Some(replaced) => replaced,
-                None => self.map.get_or_insert_with(key, make, |_| ()).1,
+                None => {
+                    let inserted = self.map.get_or_insert_with(key, make, |_| ()).1;
+                    if inserted {
+                        self.after_install(key, now);
+                    }
+                    inserted
+                }
             };
             if done {
                 return;
@@ -319,7 +334,7 @@ where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        let mut inserted_any = false;
+        let mut insertions = 0;
         let result = loop {
             let version = self.limits.version();
             let (result, inserted) = self.map.get_or_insert_with(
@@ -333,20 +348,111 @@ where
                     op(self.watermark_of(key, entry), entry)
                 },
             );
-            inserted_any |= inserted;
+            insertions += usize::from(inserted);
             if let Ok(result) = result {
                 break result;
             }
             // Retired: its sweeper is about to unlink it (or to give it back); look again.
             retry_hint();
         };
-        if inserted_any {
-            self.policy
-                .after_creation(now, self.map.len(), |shard, bounds| {
-                    (self.sweep_shard(shard, bounds), self.map.len())
-                });
+        if insertions > 0 {
+            self.after_creation(key, now, insertions);
         }
         result
+    }
+
+    /// After a call at `now` created the entry of `key` (`insertions` times: a sweep may
+    /// have removed its first one before it decided): counts it in its shard, and if the
+    /// shard sweeps itself, queues the key and takes one step of the automatic sweep there.
+    /// Writes only the shard's words (see [`super::schedule`]).
+    fn after_creation<Q>(&self, key: &Q, now: u64, insertions: usize)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let shard = self.policy.shard_of(key);
+        let book = &self.books[shard];
+        let created = book.count_in(insertions);
+        self.policy.after_creation(now, created.created_before);
+        if !created.armed && !self.policy.shard_sweeps(created.keys) {
+            return;
+        }
+        book.with_queue(
+            now,
+            || self.held_keys(shard),
+            |queue, arming| {
+                if !arming {
+                    queue.push(key.to_owned(), now, self.policy.recheck_ticks);
+                }
+                if self.policy.shard_sweeps(book.keys()) {
+                    let removed = self
+                        .policy
+                        .sweep_step(queue, now, |key, floor| self.look(key, floor));
+                    book.removed(removed);
+                }
+            },
+        );
+    }
+
+    /// After a restore or an import installed a new entry for `key`: counts it, and queues
+    /// it if its shard keeps a queue.
+    fn after_install(&self, key: &K, now: u64) {
+        let book = &self.books[self.policy.shard_of(key)];
+        if book.count_in(1).armed {
+            book.with_queue(now, Vec::new, |queue, arming| {
+                if !arming {
+                    queue.push(key.clone(), now, self.policy.recheck_ticks);
+                }
+            });
+        }
+    }
+
+    /// The keys of shard `shard`, for arming its queue, in [`super::arming_rank`] order.
+    fn held_keys(&self, shard: usize) -> Vec<K> {
+        let mut held = Vec::new();
+        self.map
+            .for_each_in_shard(shard, |key, _| held.push(key.clone()));
+        held.sort_by_cached_key(|key| self.policy.hasher.hash_one(key));
+        held
+    }
+
+    /// The automatic sweep's look at a due key: removes its entry if its state is fresh by
+    /// `floor` (so it leaves no tombstone); drops its tombstone once the floor covers it if
+    /// `remove_idle` removed it.
+    fn look(&self, key: &K, floor: u64) -> Look {
+        let mut idle_from = floor;
+        let removed = self.map.remove_if_with(key, |entry| {
+            if cfg!(slidelimit_loom_mutant = "look_without_seal") {
+                // Deliberately broken for the loom negative control: judges the entry by a
+                // look at its words and unlinks it without retiring it.
+                return entry.idle_from_hint() <= floor;
+            }
+            if entry.retire_if_idle(floor).is_some() {
+                return true;
+            }
+            idle_from = entry.idle_from_hint();
+            false
+        });
+        match removed {
+            Some(true) => Look::Removed,
+            Some(false) => Look::Live { idle_from },
+            None => {
+                let dropped = self.tombstones.remove_if_with(key, |tombstone| {
+                    idle_from = tombstone.idle_from();
+                    idle_from <= floor
+                });
+                match dropped {
+                    // A tombstone above the floor: look again once the floor may cover it.
+                    Some(false) => Look::Live { idle_from },
+                    None | Some(true) => Look::Gone,
+                }
+            }
+        }
+    }
+
+    /// Keys tracked: the shards' counts summed.
+    fn tracked(&self) -> usize {
+        self.books.iter().map(ShardBook::keys).sum()
     }
 
     /// Runs a read-only `op` on the entry of `key` if there is one, as the key's current
@@ -425,7 +531,7 @@ where
 
     /// Sets the key and tombstone gauges (feature `metrics`) after a restore or an import.
     fn report_held(&self) {
-        self.policy.metrics.tracked(self.map.len());
+        self.policy.metrics.tracked(self.tracked());
         self.policy
             .metrics
             .tombstones_held(|| self.tombstones.len());
@@ -463,6 +569,13 @@ where
         });
         for (key, tombstone) in left_for_later {
             leave_tombstone(&key, tombstone);
+        }
+        let book = &self.books[shard];
+        book.removed(removed);
+        if removed > 0 {
+            // The queue forgets the keys removed here, unless a tombstone of theirs waits for
+            // the floor: the automatic sweep drops it then.
+            book.retain_tracked(|key| self.map.contains(key) || self.tombstones.contains(key));
         }
         self.policy
             .metrics
@@ -711,12 +824,12 @@ where
         let removed = self
             .policy
             .remove_idle(now, |shard, bounds| self.sweep_shard(shard, bounds));
-        self.policy.metrics.tracked(self.map.len());
+        self.policy.metrics.tracked(self.tracked());
         removed
     }
 
     fn tracked_keys(&self) -> usize {
-        self.map.len()
+        self.tracked()
     }
 }
 
@@ -748,7 +861,7 @@ where
     E: GuardedEntry,
 {
     fn snapshot(&self, now: u64) -> Snapshot<K> {
-        let mut keys = Vec::with_capacity(self.map.len());
+        let mut keys = Vec::with_capacity(self.tracked());
         let mut tombstones = Vec::new();
         for shard in 0..self.map.shard_count() {
             self.map.for_each_in_shard(shard, |key, _| {
@@ -820,7 +933,7 @@ where
         for (key, state, watermark) in &states {
             // The key's own tombstone and the floor, as a new entry would resolve them.
             let watermark = (*watermark).max(self.removal_watermark(key));
-            self.install(key, state, watermark);
+            self.install(key, state, watermark, now);
         }
         self.report_held();
         Ok(Restored {
@@ -832,7 +945,7 @@ where
     fn import_usage(&self, records: &mut dyn Iterator<Item = (K, u64, u64)>, now: u64) -> Restored {
         let grouped = group_usage(records, now);
         for (key, state) in &grouped {
-            self.install(key, state, self.removal_watermark(key));
+            self.install(key, state, self.removal_watermark(key), now);
         }
         self.report_held();
         Restored {

@@ -26,8 +26,6 @@ pub(crate) struct KeyMap<K, V> {
     shards: Box<[std::sync::OnceLock<Shard<K, V>>]>,
     collector: std::sync::Arc<seize::Collector>,
     hasher: KeyHasher,
-    /// Entries inserted minus entries unlinked (papaya's own count sums a per-CPU array).
-    tracked: crate::sync::AtomicUsize,
 }
 
 #[cfg(not(slidelimit_loom))]
@@ -37,7 +35,6 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
             shards: (0..shards).map(|_| std::sync::OnceLock::new()).collect(),
             collector: std::sync::Arc::new(seize::Collector::new().batch_size(RECLAIM_BATCH)),
             hasher,
-            tracked: crate::sync::AtomicUsize::new(0),
         }
     }
 
@@ -83,11 +80,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         let shard = self.shard_or_create(key);
         let guard = shard.guard();
         match shard.try_insert_with(key.to_owned(), make, &guard) {
-            Ok(entry) => {
-                // Relaxed: a count for the sweep trigger and `tracked_keys`; it orders nothing.
-                self.tracked.fetch_add(1, crate::sync::Ordering::Relaxed);
-                (f(entry), true)
-            }
+            Ok(entry) => (f(entry), true),
             Err(entry) => (f(entry), false),
         }
     }
@@ -110,9 +103,6 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
                 }
             }
         }
-        // Relaxed: see get_or_insert_with.
-        self.tracked
-            .fetch_sub(removed, crate::sync::Ordering::Relaxed);
         removed
     }
 
@@ -120,10 +110,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
     pub(crate) fn insert(&self, key: K, value: V) {
         let shard = self.shard_or_create(&key);
         let guard = shard.guard();
-        if shard.insert(key, value, &guard).is_none() {
-            // Relaxed: see get_or_insert_with.
-            self.tracked.fetch_add(1, crate::sync::Ordering::Relaxed);
-        }
+        shard.insert(key, value, &guard);
     }
 
     /// Removes the entry of `key`, if any; says whether there was one.
@@ -136,12 +123,33 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
             return false;
         };
         let guard = shard.guard();
-        let removed = shard.remove(key, &guard).is_some();
-        if removed {
-            // Relaxed: see get_or_insert_with.
-            self.tracked.fetch_sub(1, crate::sync::Ordering::Relaxed);
+        shard.remove(key, &guard).is_some()
+    }
+
+    /// Runs `f` on the entry of `key`, if there is one, and unlinks that very entry (pointer
+    /// identity) if `f` says so. `None`: no entry; `Some(true)`: unlinked.
+    pub(crate) fn remove_if_with<Q>(&self, key: &Q, f: impl FnOnce(&V) -> bool) -> Option<bool>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let shard = self.shard_of(key).get()?;
+        let guard = shard.guard();
+        let entry = shard.get(key, &guard)?;
+        if !f(entry) {
+            return Some(false);
         }
-        removed
+        let unlinked = shard.remove_if(key, |_, current| std::ptr::eq(current, entry), &guard);
+        Some(matches!(unlinked, Ok(Some(_))))
+    }
+
+    /// Whether `key` has an entry.
+    pub(crate) fn contains<Q>(&self, key: &Q) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.get_with(key, |_| ()).is_some()
     }
 
     /// Replaces the entry of `key` with `make()` if it is still the very entry `current`
@@ -209,9 +217,14 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         })
     }
 
+    /// The entries of every shard, counted by papaya (a sum over its per-thread counts):
+    /// for gauges and snapshots, not for paths every call takes.
     pub(crate) fn len(&self) -> usize {
-        // Relaxed: see get_or_insert_with.
-        self.tracked.load(crate::sync::Ordering::Relaxed)
+        self.shards
+            .iter()
+            .filter_map(std::sync::OnceLock::get)
+            .map(papaya::HashMap::len)
+            .sum()
     }
 }
 
@@ -310,6 +323,34 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.inner.write().unwrap().remove(key).is_some()
+    }
+
+    pub(crate) fn remove_if_with<Q>(&self, key: &Q, f: impl FnOnce(&V) -> bool) -> Option<bool>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let entry = self.inner.read().unwrap().get(key).cloned()?;
+        if !f(&entry) {
+            return Some(false);
+        }
+        let mut map = self.inner.write().unwrap();
+        if map
+            .get(key)
+            .is_some_and(|current| crate::sync::Arc::ptr_eq(current, &entry))
+        {
+            map.remove(key);
+            return Some(true);
+        }
+        Some(false)
+    }
+
+    pub(crate) fn contains<Q>(&self, key: &Q) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.inner.read().unwrap().contains_key(key)
     }
 
     pub(crate) fn replace_same<Q>(&self, key: &Q, current: &V, mut make: impl FnMut() -> V) -> bool

@@ -1,72 +1,263 @@
-//! When the automatic sweep runs, and in which steps: a sweep *cycle* starts when the key map
-//! has grown past its trigger, and then walks the map one shard per key-creating call, so no
-//! call pays for more than one shard (about `tracked keys / shards` entries).
+//! The automatic sweep, shard by shard: each shard keeps its key count, its observed clock and
+//! a queue of its keys in the order they are due for a look, so a key-creating call looks only
+//! at keys whose window and lateness tolerance may have passed, and at most
+//! [`LOOKS_PER_CREATION`] of them.
 //!
-//! Every limiter runs this one schedule, and it depends only on the order of key creations,
-//! so on a single-threaded trace every variant sweeps the same shards at the same calls.
+//! A key joins its shard's queue when it is created, due one window plus the lateness
+//! tolerance later: the first tick at which a key hit only then can be removed. A look at a
+//! due key removes it if it is idle; a key found live joins again, due when its own state may
+//! be fresh. A key therefore costs about one look per
+//! removal on key churn, and one per window and tolerance while it stays in use; the old
+//! whole-shard sweeps visited about three keys per key removed, and a call that ran one paid
+//! for a whole shard at once.
+//!
+//! Every limiter runs this one schedule (through [`DueQueue`]), and it depends only on the
+//! order of calls, so on a single-threaded trace every variant looks at the same keys at the
+//! same calls.
 
-use crate::sync::{AtomicUsize, Ordering};
+use std::collections::BinaryHeap;
 
-/// Marks "no cycle in progress" in `next_at` while a cycle runs.
-const CYCLE_RUNNING: usize = usize::MAX;
+use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::window::MAX_TICK;
 
-/// The automatic sweep's trigger and its cursor over the shards.
-pub(crate) struct SweepSchedule {
-    floor_keys: usize,
-    /// The key count that starts the next cycle; [`CYCLE_RUNNING`] while one runs.
-    next_at: AtomicUsize,
-    /// The next shard of the running cycle to sweep; at or past the shard count when no cycle
-    /// runs (or its last shard has been handed out).
-    cursor: AtomicUsize,
-    shards: usize,
+/// The most keys one key-creating call looks at. Each creation adds one key to its shard's
+/// queue, so looking at up to this many keeps up with churn and with the keys found live,
+/// while bounding what any one call pays (a few microseconds at most).
+pub(crate) const LOOKS_PER_CREATION: usize = 8;
+
+/// What a look at a due key found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Look {
+    /// It was idle and is removed.
+    Removed,
+    /// It is still in use (or being replaced): look again once the floor may reach
+    /// `idle_from`, the tick from which its state is fresh as far as the look could tell.
+    Live { idle_from: u64 },
+    /// It is no longer tracked (`remove_idle` removed it): forget the queue's copy.
+    Gone,
 }
 
-impl SweepSchedule {
-    pub(crate) fn new(floor_keys: usize, shards: usize) -> Self {
+/// A key and the tick at which it is due for a look, ordered by that tick alone, soonest
+/// first (the queue is a max-heap of these).
+struct Due<K> {
+    due: u64,
+    key: K,
+}
+
+impl<K> PartialEq for Due<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.due == other.due
+    }
+}
+
+impl<K> Eq for Due<K> {}
+
+impl<K> PartialOrd for Due<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<K> Ord for Due<K> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.due.cmp(&self.due)
+    }
+}
+
+/// A shard's keys by the tick at which each is due for a look. Empty and unarmed until the
+/// shard first holds its share of [`super::Options::sweep_floor_keys`]: below it the shard
+/// never sweeps, and keeps no queue.
+///
+/// A heap, not a FIFO: a key found live is due when its own state may be fresh, which can
+/// come before keys created after it are due, and a key created by a far-future call must not
+/// hold the others up.
+pub(crate) struct DueQueue<K> {
+    due: BinaryHeap<Due<K>>,
+    armed: bool,
+}
+
+impl<K> DueQueue<K> {
+    pub(crate) fn new() -> Self {
         Self {
-            floor_keys,
-            next_at: AtomicUsize::new(floor_keys),
-            cursor: AtomicUsize::new(shards),
-            shards,
+            due: BinaryHeap::new(),
+            armed: false,
         }
     }
 
-    /// Called after a call created a key, with the keys now tracked: the shard this call must
-    /// sweep, if any. Call [`Self::done`] with it after sweeping.
-    pub(crate) fn claim(&self, tracked_keys: usize) -> Option<usize> {
-        // Relaxed (every access here): the schedule only spreads work; the sweep's safety
-        // rests on the seals and the removal floor, not on it.
-        if self.cursor.load(Ordering::Relaxed) < self.shards {
-            // Relaxed: hands out a shard index; see above.
-            let shard = self.cursor.fetch_add(1, Ordering::Relaxed);
-            return (shard < self.shards).then_some(shard);
-        }
-        // Relaxed: a trigger count; see above.
-        let next_at = self.next_at.load(Ordering::Relaxed);
-        if tracked_keys < next_at || next_at == CYCLE_RUNNING {
-            return None;
-        }
-        // Relaxed both ways: the CAS only elects the call that starts the cycle.
-        self.next_at
-            .compare_exchange(next_at, CYCLE_RUNNING, Ordering::Relaxed, Ordering::Relaxed)
-            .ok()?;
-        // This call sweeps shard 0; the next creating calls take the others.
-        // Relaxed: see above.
-        self.cursor.store(1, Ordering::Relaxed);
-        Some(0)
+    /// Whether the shard keeps its keys' queue (it reached its sweep floor once).
+    pub(crate) fn is_armed(&self) -> bool {
+        self.armed
     }
 
-    /// Called when the sweep of `shard` (from [`Self::claim`]) is done, with the keys left.
-    /// The last shard closes the cycle and sets the next trigger: half as many keys again as
-    /// were left, above the floor. (Doubling let key rotation keep 2.2 times the active keys;
-    /// at 1.5 a cycle still visits each key about twice per creation, amortised.)
-    pub(crate) fn done(&self, shard: usize, tracked_keys: usize) {
-        if shard + 1 == self.shards {
-            let next = tracked_keys
-                .saturating_add(tracked_keys / 2)
-                .max(self.floor_keys);
-            // Relaxed: only the sweeper of the last shard writes here while a cycle runs.
-            self.next_at.store(next, Ordering::Relaxed);
+    /// Starts keeping the queue, with the keys the shard holds now, each due at `now`: their
+    /// creation times were not kept, so each gets a look by the next creating calls.
+    pub(crate) fn arm(&mut self, held: impl IntoIterator<Item = K>, now: u64) {
+        self.armed = true;
+        let due = now.min(MAX_TICK);
+        self.due
+            .extend(held.into_iter().map(|key| Due { due, key }));
+    }
+
+    /// A key created at `now`, due `recheck_ticks` later.
+    pub(crate) fn push(&mut self, key: K, now: u64, recheck_ticks: u64) {
+        if self.armed {
+            let due = now.min(MAX_TICK).saturating_add(recheck_ticks);
+            self.due.push(Due { due, key });
         }
+    }
+
+    /// Looks at the keys due by `trusted` (the time the sweep trusts: the removal floor plus
+    /// the lateness tolerance `lateness_ticks`), soonest first, at most
+    /// [`LOOKS_PER_CREATION`] of them; `look` says what it found. A key found live is due
+    /// again when the floor may reach the tick it is fresh from (or, if the look could not
+    /// tell, half a `recheck_ticks` later). Returns how many it removed.
+    pub(crate) fn service(
+        &mut self,
+        trusted: u64,
+        lateness_ticks: u64,
+        recheck_ticks: u64,
+        mut look: impl FnMut(&K) -> Look,
+    ) -> usize {
+        let trusted = trusted.min(MAX_TICK);
+        let again = trusted.saturating_add(recheck_ticks / 2);
+        let mut removed = 0;
+        for _ in 0..LOOKS_PER_CREATION {
+            if self.due.peek().is_none_or(|first| first.due > trusted) {
+                break;
+            }
+            let Some(Due { key, .. }) = self.due.pop() else {
+                break;
+            };
+            match look(&key) {
+                Look::Removed => removed += 1,
+                Look::Gone => {}
+                Look::Live { idle_from } => {
+                    let due = idle_from.saturating_add(lateness_ticks);
+                    let due = if due > trusted { due } else { again };
+                    self.due.push(Due { due, key });
+                }
+            }
+        }
+        removed
+    }
+
+    /// Forgets the queued keys that `tracked` says are no longer tracked (after
+    /// `remove_idle` removed some), so a key that comes back is queued once.
+    pub(crate) fn retain_tracked(&mut self, mut tracked: impl FnMut(&K) -> bool) {
+        self.due.retain(|entry| tracked(&entry.key));
+    }
+}
+
+/// Set in [`ShardBook`]'s key word once the shard keeps its due queue.
+const ARMED: usize = 1 << (usize::BITS - 1);
+
+/// One shard's sweep bookkeeping in a concurrent map: written only by calls that create or
+/// remove keys of this shard, never by the rest of the limiter.
+pub(crate) struct ShardBook<K> {
+    /// Keys ever created or installed in the shard, and whether its queue is armed, in one
+    /// word so that a creating call learns both from its increment:
+    ///
+    /// | bits                | meaning                                     |
+    /// |---------------------|---------------------------------------------|
+    /// | top bit ([`ARMED`]) | the queue is armed: every creation joins it |
+    /// | the others          | keys created or installed in the shard      |
+    created: AtomicUsize,
+    /// Keys unlinked from the shard. Apart from `created`: a sweep may unlink a key before
+    /// its creator has counted it, and two counts that only grow never go below zero.
+    removed: AtomicUsize,
+    /// Locked only by calls that create or remove keys of an armed shard (or of one at its
+    /// floor), for a push and at most [`LOOKS_PER_CREATION`] looks; lookups and decisions
+    /// never take it.
+    queue: Mutex<DueQueue<K>>,
+}
+
+/// What a creating call learnt from its shard's key word.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Created {
+    /// Keys tracked in the shard, this one included.
+    pub(crate) keys: usize,
+    /// Whether the queue was armed before this creation counted.
+    pub(crate) armed: bool,
+    /// How many keys the shard created or installed before this one (see
+    /// [`super::KeyPolicy::samples_creation`]).
+    pub(crate) created_before: usize,
+}
+
+impl<K> ShardBook<K> {
+    pub(crate) fn new() -> Self {
+        Self {
+            created: AtomicUsize::new(0),
+            removed: AtomicUsize::new(0),
+            queue: Mutex::new(DueQueue::new()),
+        }
+    }
+
+    /// Counts `inserted` new entries (a creation, a restore or an import).
+    #[inline]
+    pub(crate) fn count_in(&self, inserted: usize) -> Created {
+        // AcqRel: pairs with the arming `fetch_or` (see `with_queue`). Either this increment
+        // comes first, and the arming call, which lists the shard's keys after its
+        // `fetch_or`, finds this call's keys; or the `fetch_or` comes first, and this call
+        // sees ARMED and queues its key itself.
+        let previous = self.created.fetch_add(inserted, Ordering::AcqRel);
+        Created {
+            keys: ((previous & !ARMED) + inserted).saturating_sub(self.removed_count()),
+            armed: previous & ARMED != 0,
+            created_before: previous & !ARMED,
+        }
+    }
+
+    /// `removed` keys of this shard were unlinked.
+    pub(crate) fn removed(&self, removed: usize) {
+        if removed > 0 {
+            // Relaxed: a count; the unlinks are published by the map itself.
+            self.removed.fetch_add(removed, Ordering::Relaxed);
+        }
+    }
+
+    fn removed_count(&self) -> usize {
+        // Relaxed: a count for the floor test and `tracked_keys`; it orders nothing.
+        self.removed.load(Ordering::Relaxed)
+    }
+
+    /// Keys tracked in the shard.
+    pub(crate) fn keys(&self) -> usize {
+        // Relaxed: as in `removed_count`.
+        let created = self.created.load(Ordering::Relaxed) & !ARMED;
+        created.saturating_sub(self.removed_count())
+    }
+
+    /// Runs `f` on the queue under its lock. `held` lists the shard's keys, and is called
+    /// only if the queue is not armed yet: then it is armed with them (due at `now`) and `f`
+    /// learns so (`true`: the keys just listed include the caller's own).
+    pub(crate) fn with_queue<R>(
+        &self,
+        now: u64,
+        held: impl FnOnce() -> Vec<K>,
+        f: impl FnOnce(&mut DueQueue<K>, bool) -> R,
+    ) -> R {
+        let mut queue = self.lock();
+        let arming = !queue.is_armed();
+        if arming {
+            // AcqRel: see `created`; the listing below comes after it.
+            self.created.fetch_or(ARMED, Ordering::AcqRel);
+            queue.arm(held(), now);
+        }
+        f(&mut queue, arming)
+    }
+
+    /// Forgets the queued keys that `tracked` says are gone (see
+    /// [`DueQueue::retain_tracked`]); nothing if the queue is not armed.
+    pub(crate) fn retain_tracked(&self, tracked: impl FnMut(&K) -> bool) {
+        let mut queue = self.lock();
+        if queue.is_armed() {
+            queue.retain_tracked(tracked);
+        }
+    }
+
+    fn lock(&self) -> crate::sync::MutexGuard<'_, DueQueue<K>> {
+        self.queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

@@ -4,10 +4,11 @@
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
+use super::schedule::{DueQueue, Look};
 use super::{fits_limit, KeyHasher, KeyPolicy, Options, SweepBounds, WEIGHT_ONE_FITS};
 use crate::limit::Limit;
 use crate::limiter::RateLimiter;
@@ -30,9 +31,29 @@ pub struct KeyTable<K, W: Algorithm> {
     /// Removed keys' watermarks above the removal floor (see [`super::Tombstone`]), in the
     /// same shards.
     tombstones: Box<[HashMap<K, u64, KeyHasher>]>,
+    /// Each shard's key count and due queue (see [`super::schedule`]).
+    books: Box<[Book<K>]>,
     tracked: usize,
     policy: KeyPolicy<W>,
     limits: LimitTable<K, W>,
+}
+
+/// One shard's sweep bookkeeping: the concurrent shape's `ShardBook`, under the table's lock.
+struct Book<K> {
+    keys: usize,
+    /// Keys ever created or installed here (see `KeyPolicy::after_creation`).
+    created: usize,
+    queue: DueQueue<K>,
+}
+
+impl<K> Book<K> {
+    fn new() -> Self {
+        Self {
+            keys: 0,
+            created: 0,
+            queue: DueQueue::new(),
+        }
+    }
 }
 
 /// Brings a key's window to the key's limit at the current limits version, keeping its hits
@@ -70,6 +91,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
             tombstones: (0..policy.shards)
                 .map(|_| HashMap::with_hasher(policy.hasher.clone()))
                 .collect(),
+            books: (0..policy.shards).map(|_| Book::new()).collect(),
             tracked: 0,
             policy,
         }
@@ -143,17 +165,43 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
             .entry(key.to_owned())
             .or_insert_with(|| (current.new_sequential_at(now), watermark, version));
         let result = op(*watermark, window);
-        self.tracked += 1;
-        let (windows, tombstones, tracked) =
-            (&mut self.shards, &mut self.tombstones, &mut self.tracked);
-        let metrics = &self.policy.metrics;
-        self.policy.after_creation(now, *tracked, |shard, bounds| {
-            let removed = sweep_shard::<K, W>(&mut windows[shard], &mut tombstones[shard], bounds);
-            *tracked -= removed;
-            metrics.tombstones_held(|| tombstones_held(tombstones));
-            (removed, *tracked)
-        });
+        self.after_creation(shard, key, now);
         result
+    }
+
+    /// After a call at `now` created the window of `key` in shard `shard`: the concurrent
+    /// shape's `after_creation`, on plain maps.
+    fn after_creation<Q>(&mut self, shard: usize, key: &Q, now: u64)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.tracked += 1;
+        let book = &mut self.books[shard];
+        self.policy.after_creation(now, book.created);
+        book.created += 1;
+        book.keys += 1;
+        if !book.queue.is_armed() {
+            if !self.policy.shard_sweeps(book.keys) {
+                return;
+            }
+            let mut held: Vec<K> = self.shards[shard].keys().cloned().collect();
+            // The concurrent shape's order (see `super::arming_rank`).
+            held.sort_by_cached_key(|key| self.policy.hasher.hash_one(key));
+            book.queue.arm(held, now);
+        } else {
+            book.queue
+                .push(key.to_owned(), now, self.policy.recheck_ticks);
+        }
+        if !self.policy.shard_sweeps(book.keys) {
+            return;
+        }
+        let (windows, tombstones) = (&mut self.shards[shard], &mut self.tombstones[shard]);
+        let removed = self.policy.sweep_step(&mut book.queue, now, |key, floor| {
+            look::<K, W>(windows, tombstones, key, floor)
+        });
+        book.keys -= removed;
+        self.tracked -= removed;
     }
 
     #[inline]
@@ -276,11 +324,25 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
     }
 
     fn remove_idle(&mut self, now: u64) -> usize {
-        let (windows, tombstones, tracked) =
-            (&mut self.shards, &mut self.tombstones, &mut self.tracked);
+        let (windows, tombstones, tracked, books) = (
+            &mut self.shards,
+            &mut self.tombstones,
+            &mut self.tracked,
+            &mut self.books,
+        );
         let removed = self.policy.remove_idle(now, |shard, bounds| {
-            let removed = sweep_shard::<K, W>(&mut windows[shard], &mut tombstones[shard], bounds);
+            let (windows, tombstones) = (&mut windows[shard], &mut tombstones[shard]);
+            let removed = sweep_shard::<K, W>(windows, tombstones, bounds);
             *tracked -= removed;
+            let book = &mut books[shard];
+            book.keys -= removed;
+            if removed > 0 && book.queue.is_armed() {
+                // As in the concurrent shape: forget the keys removed here, unless a
+                // tombstone of theirs waits for the floor.
+                book.queue.retain_tracked(|key| {
+                    windows.contains_key(key) || tombstones.contains_key(key)
+                });
+            }
             removed
         });
         self.report_held();
@@ -300,6 +362,32 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
 /// The tombstones of every shard (for the metrics gauge: only counted with feature `metrics`).
 fn tombstones_held<K>(tombstones: &[HashMap<K, u64, KeyHasher>]) -> usize {
     tombstones.iter().map(HashMap::len).sum()
+}
+
+/// The automatic sweep's look at a due key: the concurrent shape's `look`, on plain maps.
+fn look<K: Hash + Eq + Clone, W: Algorithm>(
+    windows: &mut Shard<K, W>,
+    tombstones: &mut HashMap<K, u64, KeyHasher>,
+    key: &K,
+    floor: u64,
+) -> Look {
+    match windows.get(key) {
+        Some((window, _, _)) if window.is_idle_by(floor) => {
+            windows.remove(key);
+            Look::Removed
+        }
+        Some((window, _, _)) => Look::Live {
+            idle_from: window.idle_from(),
+        },
+        None => match tombstones.get(key) {
+            Some(&idle_from) if idle_from > floor => Look::Live { idle_from },
+            Some(_) => {
+                tombstones.remove(key);
+                Look::Gone
+            }
+            None => Look::Gone,
+        },
+    }
 }
 
 /// One step of a sweep over one shard: the concurrent shape's `sweep_shard`, on plain maps.
@@ -662,12 +750,16 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
     }
 
     /// Gives `key` the state `state` under its current limit, with watermark `watermark`.
-    fn install(&mut self, key: &K, state: &WindowState, watermark: u64) {
+    fn install(&mut self, key: &K, state: &WindowState, watermark: u64, now: u64) {
         let (version, current) = self.limits.resolve(key);
         let shard = self.policy.shard_of(key);
         let entry = (current.sequential_from(state), watermark, version);
         if self.shards[shard].insert(key.clone(), entry).is_none() {
             self.tracked += 1;
+            let book = &mut self.books[shard];
+            book.keys += 1;
+            book.created += 1;
+            book.queue.push(key.clone(), now, self.policy.recheck_ticks);
         }
     }
 
@@ -694,7 +786,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
             // The key's own tombstone and the floor, as a new entry would resolve them.
             let watermark =
                 (*watermark).max(self.removal_watermark(self.policy.shard_of(key), key));
-            self.install(key, state, watermark);
+            self.install(key, state, watermark, now);
         }
         self.report_held();
         Ok(Restored {
@@ -711,7 +803,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         let grouped = group_usage(records, now);
         for (key, state) in &grouped {
             let watermark = self.removal_watermark(self.policy.shard_of(key), key);
-            self.install(key, state, watermark);
+            self.install(key, state, watermark, now);
         }
         self.report_held();
         Restored {

@@ -43,10 +43,18 @@ impl LimiterMetrics {
         admitted
     }
 
-    /// A call created a key's state; `tracked` keys have state now.
-    pub(crate) fn key_created(&self, tracked: usize) {
+    /// A call created a key's state: one more key tracked. The gauge moves by one rather
+    /// than being set to the limiter's count, which is a sum over its shards (see
+    /// `crate::keyed`), too costly to read per creation.
+    pub(crate) fn key_created(&self) {
         self.keys_created.increment(1);
-        self.tracked(tracked);
+        self.keys_tracked.increment(1.0);
+    }
+
+    /// The automatic sweep of one shard removed `removed` keys: that many fewer tracked.
+    pub(crate) fn swept(&self, removed: usize) {
+        self.keys_removed(removed);
+        self.keys_tracked.decrement(removed as f64);
     }
 
     /// A sweep removed `removed` keys.

@@ -17,7 +17,10 @@ impl LimiterMetrics {
     }
 
     #[inline(always)]
-    pub(crate) fn key_created(&self, _tracked: usize) {}
+    pub(crate) fn key_created(&self) {}
+
+    #[inline(always)]
+    pub(crate) fn swept(&self, _removed: usize) {}
 
     #[inline(always)]
     pub(crate) fn keys_removed(&self, _removed: usize) {}

@@ -398,6 +398,14 @@ impl<W: AtomicLayer> AtomicWindow for Layers<W> {
         self.widest().seal_for_swap()
     }
 
+    fn fresh_from_hint(&self) -> u64 {
+        self.windows()
+            .iter()
+            .map(AtomicLayer::fresh_from)
+            .max()
+            .unwrap_or(0)
+    }
+
     #[inline]
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         let Self::Many(many) = self else {

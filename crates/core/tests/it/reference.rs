@@ -7,8 +7,14 @@
 //! at `now` to `min(now, observed time) - D`, the observed time being the oldest of the last
 //! eight key creations' `now`s), each tracked key's watermark fixed when it was created, and
 //! the tombstones of keys removed while fresh only above the floor.
+//!
+//! The automatic sweep is the limiters' due queue, in the one shard the checked limiters run
+//! with: from the key that brings the map to the floor on, every created key joins the queue,
+//! due one window plus D later; each creating call then raises the floor and looks at up to
+//! eight keys due by the floor plus D, removing those fresh by the floor and queueing the
+//! others again.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::Hash;
 
 use slidelimit::{Options, Status};
@@ -33,8 +39,8 @@ pub struct Config {
     pub window_ticks: u64,
     /// `None`: the default lateness, one window.
     pub lateness_ticks: Option<u64>,
-    /// `usize::MAX`: no automatic sweep. The model sweeps the whole map at once, so the
-    /// limiters it checks run with one key shard.
+    /// `usize::MAX`: no automatic sweep. The model has one due queue, so the limiters it
+    /// checks run with one key shard.
     pub sweep_floor_keys: usize,
 }
 
@@ -54,12 +60,40 @@ impl Config {
     }
 }
 
+/// A key and when it is due for a look, ordered by that tick alone, soonest first.
+#[derive(Clone, Debug)]
+pub struct Due<K> {
+    due: u64,
+    key: K,
+}
+
+impl<K> PartialEq for Due<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.due == other.due
+    }
+}
+
+impl<K> Eq for Due<K> {}
+
+impl<K> PartialOrd for Due<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<K> Ord for Due<K> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.due.cmp(&self.due)
+    }
+}
+
 /// The model limiter.
 #[derive(Clone, Debug)]
 pub struct Reference<K> {
     config: Config,
-    /// The sweep trigger: the key count at which the next automatic sweep runs.
-    next_sweep_at: usize,
+    /// The due queue: keys by the tick at which each is due for a look (a heap, soonest
+    /// first, as the limiters keep it); `None` until the map first reaches the floor.
+    queue: Option<BinaryHeap<Due<K>>>,
     /// Tracked keys and every hit recorded for them since they were (re)created, clamped.
     logs: HashMap<K, Vec<u64>>,
     /// Each tracked key's removal watermark, fixed when its state was created.
@@ -68,7 +102,8 @@ pub struct Reference<K> {
     tombstones: HashMap<K, u64>,
     /// The removal floor.
     floor: u64,
-    /// The clamped `now`s of the last eight key creations.
+    /// The clamped `now`s of the last eight key creations (with one shard, the limiters'
+    /// observed clock records every creation).
     creations: VecDeque<u64>,
 }
 
@@ -76,7 +111,7 @@ impl<K: Hash + Eq + Clone> Reference<K> {
     pub fn new(config: Config) -> Self {
         Self {
             config,
-            next_sweep_at: config.sweep_floor_keys,
+            queue: None,
             logs: HashMap::new(),
             watermarks: HashMap::new(),
             tombstones: HashMap::new(),
@@ -192,13 +227,91 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         if recorded {
             log.push(clamp(now));
         }
-        if inserted && self.next_sweep_at != usize::MAX && self.logs.len() >= self.next_sweep_at {
-            self.sweep(now);
-            let left = self.logs.len();
-            self.next_sweep_at = left
-                .saturating_add(left / 2)
-                .max(self.config.sweep_floor_keys);
+        if !inserted {
+            return;
         }
+        let floor_keys = self.config.sweep_floor_keys;
+        let due = clamp(now).saturating_add(self.recheck());
+        match &mut self.queue {
+            Some(queue) => queue.push(Due {
+                due,
+                key: key.clone(),
+            }),
+            None if self.logs.len() >= floor_keys => {
+                // Armed: every key held joins, due now, in the limiters' arming order.
+                let mut held: Vec<K> = self.logs.keys().cloned().collect();
+                held.sort_by_cached_key(|key| slidelimit::keyed::arming_rank(key));
+                let mut queue = BinaryHeap::new();
+                queue.extend(held.into_iter().map(|key| Due {
+                    due: clamp(now),
+                    key,
+                }));
+                self.queue = Some(queue);
+            }
+            None => return,
+        }
+        if self.logs.len() >= floor_keys {
+            self.sweep_step(now);
+        }
+    }
+
+    fn lateness(&self) -> u64 {
+        self.config
+            .lateness_ticks
+            .unwrap_or(self.config.window_ticks)
+    }
+
+    /// One window plus D: how long after its creation, or a look that found it live, a key
+    /// is due for a look.
+    fn recheck(&self) -> u64 {
+        self.config.window_ticks.saturating_add(self.lateness())
+    }
+
+    /// Raises the floor for a sweep at `now` by the observed time (not at all if no key was
+    /// ever created) and returns it.
+    fn raise_floor(&mut self, now: u64) -> u64 {
+        if let Some(observed) = self.creations.iter().copied().min() {
+            self.floor = self
+                .floor
+                .max(clamp(now).min(observed).saturating_sub(self.lateness()));
+        }
+        self.floor
+    }
+
+    /// One step of the automatic sweep, by a creating call at `now`.
+    fn sweep_step(&mut self, now: u64) {
+        let floor = self.raise_floor(now);
+        let trusted = floor.saturating_add(self.lateness()).min(MAX_TICK);
+        let again = trusted.saturating_add(self.recheck() / 2);
+        let mut queue = self.queue.take().expect("armed");
+        for _ in 0..8 {
+            if queue.peek().is_none_or(|first| first.due > trusted) {
+                break;
+            }
+            let Due { key, .. } = queue.pop().expect("a first");
+            // The tick from which a key found live may be removed, by its state or tombstone.
+            let idle_from = if let Some(log) = self.logs.get(&key) {
+                let idle_from = self.idle_from(log);
+                if idle_from <= floor {
+                    self.logs.remove(&key);
+                    self.watermarks.remove(&key);
+                    continue;
+                }
+                idle_from
+            } else if let Some(&tombstone) = self.tombstones.get(&key) {
+                if tombstone <= floor {
+                    self.tombstones.remove(&key);
+                    continue;
+                }
+                tombstone
+            } else {
+                continue;
+            };
+            let due = idle_from.saturating_add(self.lateness());
+            let due = if due > trusted { due } else { again };
+            queue.push(Due { due, key });
+        }
+        self.queue = Some(queue);
     }
 
     /// The first tick from which this log answers every call as an empty one would.
@@ -213,15 +326,8 @@ impl<K: Hash + Eq + Clone> Reference<K> {
     /// log is fresh from some tick `f <= now - D`, leaving a tombstone at `f` if `f` is above
     /// the floor.
     pub fn sweep(&mut self, now: u64) -> usize {
-        let lateness = self
-            .config
-            .lateness_ticks
-            .unwrap_or(self.config.window_ticks);
-        let observed = self.creations.iter().copied().min().unwrap_or(u64::MAX);
-        self.floor = self
-            .floor
-            .max(clamp(now).min(observed).saturating_sub(lateness));
-        let floor = self.floor;
+        let lateness = self.lateness();
+        let floor = self.raise_floor(now);
         self.tombstones.retain(|_, idle_from| *idle_from > floor);
         let horizon = clamp(now).saturating_sub(lateness);
         let idle: Vec<(K, u64)> = self
@@ -236,6 +342,14 @@ impl<K: Hash + Eq + Clone> Reference<K> {
             if *idle_from > floor {
                 let tombstone = self.tombstones.entry(key.clone()).or_insert(0);
                 *tombstone = (*tombstone).max(*idle_from);
+            }
+        }
+        if !idle.is_empty() {
+            if let Some(queue) = &mut self.queue {
+                // The queue forgets the keys removed, unless a tombstone of theirs waits.
+                queue.retain(|entry| {
+                    self.logs.contains_key(&entry.key) || self.tombstones.contains_key(&entry.key)
+                });
             }
         }
         idle.len()

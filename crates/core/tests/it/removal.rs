@@ -241,28 +241,30 @@ fn watermarks_are_per_key_not_global() {
 
 #[test]
 fn automatic_sweep_runs_on_the_inserting_call_after_its_own_operation() {
-    // Floor 4: the 4th key's insert sweeps at its own `now`, after recording its hit.
+    // Floor 4, one shard: from the 4th key on, every insert takes a sweep step at its own
+    // `now`, after recording its hit, and removes what is fresh by the floor: min(now, the
+    // oldest of the last eight creations) - D.
     let options = Options::default().sweep_floor_keys(4).key_shards(1);
     for_each_variant::<u32>(limit(1, 10), options, |name, limiter| {
         limiter.hit(&1, 0);
         limiter.hit(&2, 0);
         limiter.hit(&3, 100);
         assert_eq!(limiter.tracked_keys(), 3, "{name}: below the floor");
+        // The creations at 0 are among the last eight: the floor stays 0, nothing goes.
         assert!(limiter.check_and_hit(&4, 100), "{name}");
-        // Horizon 90: keys 1 and 2 (fresh from 10) go; 3 and 4 stay.
-        assert_eq!(limiter.tracked_keys(), 2, "{name}");
-        // Next trigger: max(2 + 2 / 2, 4) = 4 keys.
-        limiter.hit(&5, 0);
-        assert_eq!(limiter.tracked_keys(), 3, "{name}");
-        limiter.hit(&6, 300);
-        assert_eq!(
-            limiter.tracked_keys(),
-            1,
-            "{name}: only key 6 is live at 290"
-        );
+        assert_eq!(limiter.tracked_keys(), 4, "{name}");
+        for key in 5..=10 {
+            assert!(limiter.check_and_hit(&key, 100), "{name}: key {key}");
+        }
+        // Key 10's insert: the last eight creations are at 100, the floor rises to 90, and
+        // keys 1 and 2 (fresh from 10) go; key 3 on are live.
+        assert_eq!(limiter.tracked_keys(), 8, "{name}");
         assert!(
-            !limiter.check_and_hit(&6, 300),
+            !limiter.check_and_hit(&10, 100),
             "{name}: its own hit survived"
         );
+        // A removed key is refused below the floor only.
+        assert!(!limiter.allowed(&1, 89), "{name}");
+        assert!(limiter.allowed(&1, 90), "{name}");
     });
 }

@@ -361,6 +361,9 @@ impl AtomicWindow for AtomicBuckets {
         // flight finish, and the collects settle once they have.
         self.export_stable(true).ok()
     }
+    fn fresh_from_hint(&self) -> u64 {
+        AtomicLayer::fresh_from(self)
+    }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         // A look first: most windows a sweep visits are live, and this changes nothing. The
         // head's bucket first, then every bucket.

@@ -428,6 +428,9 @@ impl AtomicWindow for AtomicRing {
         self.seal_all()
             .map(|values| WindowState::from_slot_values(values, self.carried(), self.window_ticks))
     }
+    fn fresh_from_hint(&self) -> u64 {
+        AtomicLayer::fresh_from(self)
+    }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         // A look at the slot written last first: most entries a sweep visits are live, and
         // in time order that slot holds the newest hit. The seal judges every slot itself
