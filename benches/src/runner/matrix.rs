@@ -236,6 +236,7 @@ fn to_result(
             p50: hist.value_at_quantile(0.5),
             p99: hist.value_at_quantile(0.99),
             p999: hist.value_at_quantile(0.999),
+            p9999: hist.value_at_quantile(0.9999),
             max: hist.max(),
         },
         worst_call_bound_ns: outcome.worst_round_ns,

@@ -214,9 +214,12 @@ fn pool_markdown(md: &mut String, report: &Report) {
     let _ = writeln!(md);
     let _ = writeln!(
         md,
-        "| setup | variant | threads | M calls/s | ns/call | granted | p50 | p99 | p99.9 | max | samples |"
+        "| setup | variant | threads | M calls/s | ns/call | granted | p50 | p99 | p99.9 | p99.99 | max | samples |"
     );
-    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        md,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for s in &report.pool_setups {
         for v in pool_variants(report) {
             for &t in &c.threads {
@@ -224,7 +227,7 @@ fn pool_markdown(md: &mut String, report: &Report) {
                     let l = cell.latency;
                     let _ = writeln!(
                         md,
-                        "| {} | {} | {} | {:.2} | {:.1} | {:.1}% | {} | {} | {} | {} | {} |",
+                        "| {} | {} | {} | {:.2} | {:.1} | {:.1}% | {} | {} | {} | {} | {} | {} |",
                         s.name,
                         v,
                         t,
@@ -234,6 +237,7 @@ fn pool_markdown(md: &mut String, report: &Report) {
                         human_ns(l.p50),
                         human_ns(l.p99),
                         human_ns(l.p999),
+                        human_ns(l.p9999),
                         human_ns(l.max),
                         l.samples
                     );
@@ -542,6 +546,68 @@ fn slowest_call_markdown(md: &mut String, report: &Report) {
     }
 }
 
+/// The workloads of the key-lifecycle issue, whose tails [`churn_tails_markdown`] sets side by
+/// side.
+const CHURN_TAIL_WORKLOADS: [&str; 2] = ["churn", "zipf"];
+/// The thread counts it shows: those the key-lifecycle targets name.
+const CHURN_TAIL_THREADS: [usize; 2] = [1, 2];
+
+/// The sampled p99.9 and p99.99 of every variant on churn and Zipf at 1 and 2 threads, one
+/// table per workload that ran: where creating and forgetting keys shows in the tail.
+fn churn_tails_markdown(md: &mut String, report: &Report) {
+    let workloads: Vec<&str> = CHURN_TAIL_WORKLOADS
+        .into_iter()
+        .filter(|w| report.cells.iter().any(|c| c.workload == *w))
+        .collect();
+    if workloads.is_empty() {
+        return;
+    }
+    let fewest_samples = report
+        .cells
+        .iter()
+        .filter(|c| workloads.contains(&c.workload) && CHURN_TAIL_THREADS.contains(&c.threads))
+        .map(|c| c.latency.samples)
+        .min()
+        .unwrap_or(0);
+    let _ = writeln!(
+        md,
+        "## Tails under key churn
+"
+    );
+    let _ = writeln!(
+        md,
+        "The sampled p99.9 and p99.99 (one call in {every} timed) of every variant on the \
+         workloads that create and forget keys (`churn`: nearly every call creates a key; \
+         `zipf`: a long tail of keys seen once), at 1 and 2 threads; `-` where a cell did not \
+         run. The fewest samples behind any cell here: {fewest_samples}; below 10,000 a \
+         p99.99 is the slowest sample.\n",
+        every = report.config.sample_every
+    );
+    let header: String = CHURN_TAIL_THREADS
+        .iter()
+        .map(|t| format!(" {t}t p99.9 | {t}t p99.99 |"))
+        .collect();
+    for w in workloads {
+        let _ = writeln!(md, "### {w}: tails\n");
+        let _ = writeln!(md, "| variant |{header}");
+        let _ = writeln!(md, "|---|{}", "---:|---:|".repeat(CHURN_TAIL_THREADS.len()));
+        for variant in variants_on(report, w) {
+            let _ = write!(md, "| {variant} |");
+            for t in CHURN_TAIL_THREADS {
+                let latency = find(report, w, variant, t).map(|c| c.latency);
+                let _ = write!(
+                    md,
+                    " {} | {} |",
+                    opt(latency.map(|l| human_ns(l.p999))),
+                    opt(latency.map(|l| human_ns(l.p9999)))
+                );
+            }
+            let _ = writeln!(md);
+        }
+        let _ = writeln!(md);
+    }
+}
+
 /// The markdown results file.
 #[must_use]
 pub fn markdown(report: &Report, svgs: &[String]) -> String {
@@ -670,12 +736,12 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
             .any(|cell| cell.workload == w.name && cell.worst_call_bound_ns.is_some());
         let _ = writeln!(
             md,
-            "| variant | threads | M decisions/s | ns/decision | allowed | p50 | p99 | p99.9 | max |{} samples | keys after |",
+            "| variant | threads | M decisions/s | ns/decision | allowed | p50 | p99 | p99.9 | p99.99 | max |{} samples | keys after |",
             if covered { " every call ≤ |" } else { "" }
         );
         let _ = writeln!(
             md,
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|{}---:|---:|",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}---:|---:|",
             if covered { "---:|" } else { "" }
         );
         for variant in variants_on(report, w.name) {
@@ -689,7 +755,7 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
                     };
                     let _ = writeln!(
                         md,
-                        "| {} | {} | {:.2} | {:.1} | {:.1}% | {} | {} | {} | {} |{} {} | {} |",
+                        "| {} | {} | {:.2} | {:.1} | {:.1}% | {} | {} | {} | {} | {} |{} {} | {} |",
                         variant,
                         t,
                         cell.mops,
@@ -698,6 +764,7 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
                         human_ns(l.p50),
                         human_ns(l.p99),
                         human_ns(l.p999),
+                        human_ns(l.p9999),
                         human_ns(l.max),
                         bound,
                         l.samples,
@@ -717,6 +784,7 @@ pub fn markdown(report: &Report, svgs: &[String]) -> String {
         rotation_markdown(&mut md, report);
     }
     slowest_call_markdown(&mut md, report);
+    churn_tails_markdown(&mut md, report);
     if !report.zipf_memory.is_empty() {
         let _ = writeln!(md, "## Zipf: memory before and after `remove_idle`\n");
         let _ = writeln!(

@@ -184,6 +184,8 @@ pub struct Latency {
     pub p99: u64,
     /// 99.9th percentile.
     pub p999: u64,
+    /// 99.99th percentile (of the samples: below 10,000 of them, the slowest sample).
+    pub p9999: u64,
     /// The slowest sample.
     pub max: u64,
 }
