@@ -371,8 +371,8 @@ pub(crate) struct KeyPolicy<W> {
     /// A shard sweeps itself once it holds this many keys: its share of
     /// [`Options::sweep_floor_keys`] (`usize::MAX` shares out as more than any shard holds).
     shard_floor_keys: usize,
-    /// One window plus the lateness tolerance: how long after a key is created or found live
-    /// it is due for another look.
+    /// One window (the rolling buckets' reach) plus the lateness tolerance: how long after
+    /// its creation a key is due for a look.
     recheck_ticks: u64,
     shards: usize,
     hasher: KeyHasher,
@@ -388,7 +388,9 @@ impl<W: Algorithm> KeyPolicy<W> {
             .lateness_ticks
             .unwrap_or(window.limit().window_ticks());
         let shards = options.shard_count();
-        let recheck_ticks = window.limit().window_ticks().saturating_add(lateness_ticks);
+        let recheck_ticks = window
+            .fresh_after_hit_ticks()
+            .saturating_add(lateness_ticks);
         Self {
             window,
             lateness_ticks,

@@ -59,6 +59,13 @@ pub trait Algorithm: Clone + Send + Sync + 'static {
     fn with_limit(&self, limit: Limit) -> Self;
     /// The algorithm and its configuration, as snapshots record it.
     fn kind(&self) -> WindowKind;
+    /// At most how long after a hit at `t` a window holding only that hit is fresh (answers
+    /// as an empty one): `W` for the exact log; for the rolling buckets their reach (the
+    /// hit's bucket, the span and the tolerated lateness must pass). The automatic sweep's
+    /// first look at a new key is due then, plus the lateness tolerance.
+    fn fresh_after_hit_ticks(&self) -> u64 {
+        self.limit().window_ticks()
+    }
     /// A window in the sequential form holding `state`, converted as [`state`] describes
     /// (never admitting more than the state's own window would).
     fn sequential_from(&self, state: &WindowState) -> Self::Sequential;

@@ -379,6 +379,10 @@ impl Algorithm for RollingBuckets {
         "buckets"
     }
 
+    fn fresh_after_hit_ticks(&self) -> u64 {
+        self.refusal_reach_ticks()
+    }
+
     fn limit(&self) -> Limit {
         self.limit
     }
