@@ -10,11 +10,14 @@ use super::KeyHasher;
 
 /// Entries retired per thread before seize tries to free them (its default is 32 per thread,
 /// or the CPU count). Each attempt issues a process-wide barrier (`membarrier` on Linux, an
-/// IPI to every core): at 8 those barriers took a third of the time of Zipf at two threads
-/// (282 ns per call against 165 at 64); at 64 a sweep's removed keys still go back to the
-/// allocator within 64 removals per thread.
+/// IPI to every core running one of the process's threads), and the batch is freed at once
+/// by whichever thread drops it last. Under key churn at two threads those barriers were the
+/// largest cost (18 % of the samples at 64), and each batch freed in one call is a tail
+/// latency at one thread. Measured side by side (`results/reclaim-batch.md`): 64 gave p99.9
+/// 6 µs at one thread and no rise from one thread to two; 128 gives 8 µs and 1.2 times;
+/// 256, 15 µs and 1.33 times; 512, 19-27 µs and 1.4 times.
 #[cfg(not(slidelimit_loom))]
-const RECLAIM_BATCH: usize = 64;
+const RECLAIM_BATCH: usize = 128;
 
 #[cfg(not(slidelimit_loom))]
 type Shard<K, V> = papaya::HashMap<K, V, KeyHasher>;
