@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Every test of the workspace: unit, integration, property, stress and doc tests of every
 # crate, then the loom models (ci/loom.sh) with their negative controls. The Redis
-# backend's tests need redis-server (ci/redis.sh installs it if missing).
+# backend's tests need redis-server (ci/redis.sh installs it if missing), the tower crate's
+# real-proxy test nginx (ci/nginx.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash ci/redis.sh
+bash ci/nginx.sh
 
 start=$(date +%s)
 cargo test --workspace --locked

@@ -10,8 +10,10 @@ use http::header::HeaderName;
 use http::Request;
 
 pub mod peer;
+mod proxies;
 
 pub use peer::{PeerAddr, PeerIp};
+pub use proxies::{ProxyListError, TrustedProxies};
 
 /// Takes the rate-limit key from a request.
 ///

@@ -117,8 +117,9 @@
 //! # Keys
 //!
 //! [`KeyExtractor`] takes a key from the request; ready-made ones are [`PeerIp`] (the
-//! connection's address, or a trusted proxy's `X-Forwarded-For` / `Forwarded` entry: read its
-//! spoofing notes), [`Header`], [`Path`] and [`from_fn`] for any closure. The key type is the
+//! connection's address, or the client named in `X-Forwarded-For` / `Forwarded` by your
+//! [`TrustedProxies`]: read its spoofing notes), [`Header`], [`Path`] and [`from_fn`] for any
+//! closure. The key type is the
 //! limiter's: `LockFreeLimiter<IpAddr>` for `PeerIp`, `LockFreeLimiter<String>` for `Header`
 //! and `Path`. A request without a key is rejected with 400 by default ([`MissingKey`]).
 //!
@@ -218,6 +219,8 @@ mod service;
 
 pub use body::ResponseBody;
 pub use headers::{PolicyName, PolicyNameError, RATELIMIT, RATELIMIT_POLICY};
-pub use key::{from_fn, FromFn, Header, KeyExtractor, Path, PeerAddr, PeerIp};
+pub use key::{
+    from_fn, FromFn, Header, KeyExtractor, Path, PeerAddr, PeerIp, ProxyListError, TrustedProxies,
+};
 pub use layer::{MissingKey, RateLimitLayer};
 pub use service::{RateLimit, ResponseFuture};

@@ -7,6 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use http::header::{HeaderMap, HeaderName, FORWARDED};
 use http::Request;
 
+use super::proxies::TrustedProxies;
 use super::KeyExtractor;
 
 /// The connection's remote address, put in the request's extensions by the server.
@@ -34,18 +35,26 @@ pub struct PeerAddr(pub SocketAddr);
 /// axum service from its type's name, so it refuses the one combination that can never work.
 ///
 /// Behind reverse proxies the connection comes from the last proxy, so every client would
-/// share its address: [`PeerIp::x_forwarded_for`] and [`PeerIp::forwarded`] read the client's
-/// address from the header the proxies append to instead.
+/// share its address: read the client's address from the header the proxies append to
+/// instead, trusting it only as far as you trust who wrote it.
 ///
-/// # Spoofing
+/// # Spoofing, and which form to use
 /// A client can send `X-Forwarded-For` or `Forwarded` itself, with any address in it, and so
-/// pick a fresh key for each request. These extractors therefore take the address that *your*
-/// proxies appended: with `trusted_proxies = n`, the `n`-th entry from the right (each proxy
-/// appends the address it got the request from, so entries a client forged stay on the left).
-/// That is only right when every request reaches the server through exactly `n` proxies that
-/// append to the header and the server cannot be reached around them; if clients can connect
-/// directly, the header is entirely theirs. A request with fewer than `n` entries, or whose
-/// entry is not an IP address (`unknown`, an obfuscated node), has no key.
+/// pick a fresh key for each request. Two forms read the header safely in different setups:
+///
+/// - **By address** ([`PeerIp::x_forwarded_for_from`], [`PeerIp::forwarded_from`]): the
+///   header counts only when the connection comes from one of your [`TrustedProxies`]; it is
+///   then walked from the right, skipping entries that are themselves trusted proxies, and the
+///   first entry that is not is the client. A client that reaches the server around the
+///   proxies (a health-check port, a second listener, a misrouted load balancer) is keyed by
+///   its own address, whatever it wrote. Use this form whenever you can list your proxies.
+/// - **By count** ([`PeerIp::x_forwarded_for`], [`PeerIp::forwarded`]): with
+///   `trusted_proxies = n`, the `n`-th entry from the right (each proxy appends the address it
+///   got the request from, so entries a client forged stay on the left). That is only right
+///   when every request reaches the server through exactly `n` proxies that append to the
+///   header and the server cannot be reached around them; if clients can connect directly,
+///   the header is entirely theirs. A request with fewer than `n` entries, or whose entry is
+///   not an IP address (`unknown`, an obfuscated node), has no key.
 ///
 /// IPv4-mapped IPv6 addresses (`::ffff:192.0.2.1`) count as their IPv4 address. One IPv6
 /// client often holds a whole `/64`: [`PeerIp::ipv6_prefix`] keys IPv6 clients by a prefix.
@@ -68,14 +77,14 @@ pub struct PeerAddr(pub SocketAddr);
 /// assert_eq!(PeerIp::x_forwarded_for(3).extract(&request), None, "not through 3 proxies");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeerIp {
     source: Source,
     /// IPv6 addresses are cut to this many leading bits (128 keeps them whole).
     ipv6_prefix_bits: u8,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Source {
     /// A [`PeerAddr`], or axum's `ConnectInfo` with the `axum` feature.
     Connection,
@@ -87,6 +96,21 @@ enum Source {
     Forwarded {
         trusted_proxies: usize,
     },
+    /// `X-Forwarded-For`, walked past the trusted proxies (the connection's peer first).
+    XForwardedForFrom(TrustedProxies),
+    /// `Forwarded`'s `for=` nodes, walked past the trusted proxies.
+    ForwardedFrom(TrustedProxies),
+}
+
+impl Source {
+    /// Whether the key starts from the connection's address (a [`PeerAddr`] or axum's
+    /// `ConnectInfo`).
+    fn reads_connection(&self) -> bool {
+        matches!(
+            self,
+            Self::Connection | Self::XForwardedForFrom(_) | Self::ForwardedFrom(_)
+        )
+    }
 }
 
 impl PeerIp {
@@ -144,6 +168,66 @@ impl PeerIp {
         })
     }
 
+    /// The client's address by `X-Forwarded-For`, trusted only from `proxies`: the
+    /// connection's address if it is not one of them; otherwise the header's entries (its
+    /// lines joined in order) walked from the right, skipping trusted proxies, to the first
+    /// that is not. Read the type's "Spoofing" section first.
+    ///
+    /// An entry that is not an address (`unknown`, an obfuscated node, garbage) stops the
+    /// walk at the nearest trusted hop, and a header of trusted entries only gives its
+    /// leftmost, so such requests share the key of a proxy rather than getting one a client
+    /// chose. A header that is not visible ASCII is ignored (the key is the connection's
+    /// address). Like [`PeerIp::new`], it reads the connection from a [`PeerAddr`] or, with
+    /// the `axum` feature, axum's `ConnectInfo`.
+    ///
+    /// ```
+    /// use std::net::{IpAddr, SocketAddr};
+    /// use http::Request;
+    /// use slidelimit_tower::key::{KeyExtractor, PeerAddr, PeerIp, TrustedProxies};
+    ///
+    /// let key = PeerIp::x_forwarded_for_from(TrustedProxies::new(["10.0.0.0/8"])?);
+    /// let request = |peer: &str, header: &str| -> Result<_, Box<dyn std::error::Error>> {
+    ///     let mut request = Request::builder().header("x-forwarded-for", header).body(())?;
+    ///     request.extensions_mut().insert(PeerAddr(peer.parse::<SocketAddr>()?));
+    ///     Ok(request)
+    /// };
+    /// // Through two of our proxies: the client is the first untrusted entry from the right,
+    /// // whatever it wrote on the left.
+    /// let through = request("10.0.0.2:41000", "6.6.6.6, 203.0.113.9, 10.0.0.1")?;
+    /// assert_eq!(key.extract(&through), Some("203.0.113.9".parse::<IpAddr>()?));
+    /// // Around them: the connection's own address, the header ignored.
+    /// let around = request("198.51.100.4:5000", "203.0.113.9")?;
+    /// assert_eq!(key.extract(&around), Some("198.51.100.4".parse::<IpAddr>()?));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn x_forwarded_for_from(proxies: TrustedProxies) -> Self {
+        Self::from_source(Source::XForwardedForFrom(proxies))
+    }
+
+    /// The client's address by the `for=` nodes of `Forwarded` (RFC 7239: every element of
+    /// every header line, quoted and bracketed forms, ports), trusted only from `proxies`, as
+    /// [`PeerIp::x_forwarded_for_from`] walks `X-Forwarded-For`. An element without `for=`
+    /// counts as an entry that is not an address.
+    ///
+    /// ```
+    /// use std::net::{IpAddr, SocketAddr};
+    /// use http::Request;
+    /// use slidelimit_tower::key::{KeyExtractor, PeerAddr, PeerIp, TrustedProxies};
+    ///
+    /// let key = PeerIp::forwarded_from(TrustedProxies::new(["2001:db8::/32"])?);
+    /// let mut request = Request::builder()
+    ///     .header("forwarded", r#"for=192.0.2.60;proto=http, for="[2001:db8::17]:4711""#)
+    ///     .body(())?;
+    /// request.extensions_mut().insert(PeerAddr("[2001:db8::1]:443".parse::<SocketAddr>()?));
+    /// assert_eq!(key.extract(&request), Some("192.0.2.60".parse::<IpAddr>()?));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn forwarded_from(proxies: TrustedProxies) -> Self {
+        Self::from_source(Source::ForwardedFrom(proxies))
+    }
+
     const fn from_source(source: Source) -> Self {
         Self {
             source,
@@ -199,13 +283,27 @@ impl<B> KeyExtractor<B> for PeerIp {
             Source::Connection => connection_ip(request)?,
             Source::PeerAddr => request.extensions().get::<PeerAddr>()?.0.ip(),
             Source::XForwardedFor { trusted_proxies } => {
-                const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
                 let entry = nth_from_right(request.headers(), &X_FORWARDED_FOR, trusted_proxies)?;
                 parse_node(entry)?
             }
             Source::Forwarded { trusted_proxies } => {
                 let element = nth_from_right(request.headers(), &FORWARDED, trusted_proxies)?;
                 parse_node(&forwarded_for(element)?)?
+            }
+            Source::XForwardedForFrom(ref proxies) => {
+                let peer = connection_ip(request)?;
+                let entries = header_entries(request.headers(), &X_FORWARDED_FOR);
+                proxies.client(peer, entries.iter().map(|entry| parse_node(entry)))
+            }
+            Source::ForwardedFrom(ref proxies) => {
+                let peer = connection_ip(request)?;
+                let elements = header_entries(request.headers(), &FORWARDED);
+                proxies.client(
+                    peer,
+                    elements
+                        .iter()
+                        .map(|element| parse_node(&forwarded_for(element)?)),
+                )
             }
         };
         Some(self.normalize(ip))
@@ -225,7 +323,7 @@ pub(crate) fn unreadable_connection(
 ) -> Result<(), String> {
     let reads_connection = extractor
         .downcast_ref::<PeerIp>()
-        .is_some_and(|peer| peer.source == Source::Connection);
+        .is_some_and(|peer| peer.source.reads_connection());
     if axum_feature || !reads_connection || !names_axum(service_type) {
         return Ok(());
     }
@@ -263,17 +361,30 @@ fn connection_ip<B>(request: &Request<B>) -> Option<IpAddr> {
     None
 }
 
+/// The `X-Forwarded-For` header's name.
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+
 /// The `n`-th (from 1) comma-separated entry from the right of every line of header `name`
 /// joined in order, trimmed. Commas inside quoted strings do not separate (they cannot occur
 /// in a valid node, but a malformed one must not shift the count). A line that is not visible
 /// ASCII makes the whole header untrustworthy: `None`.
 fn nth_from_right<'a>(headers: &'a HeaderMap, name: &HeaderName, n: usize) -> Option<&'a str> {
-    let mut entries = Vec::new();
-    for line in headers.get_all(name) {
-        entries.extend(split_unquoted(line.to_str().ok()?, ',').map(str::trim));
-    }
+    let entries = header_entries(headers, name);
     let index = entries.len().checked_sub(n)?;
     entries.get(index).copied()
+}
+
+/// Every comma-separated entry of every line of header `name`, joined in order and trimmed
+/// (see [`nth_from_right`]); none if a line is not visible ASCII.
+fn header_entries<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Vec<&'a str> {
+    let mut entries = Vec::new();
+    for line in headers.get_all(name) {
+        let Ok(line) = line.to_str() else {
+            return Vec::new();
+        };
+        entries.extend(split_unquoted(line, ',').map(str::trim));
+    }
+    entries
 }
 
 /// `text` split at each `separator` outside a quoted string (backslash escapes honoured).
@@ -531,6 +642,170 @@ mod tests {
         );
         let plain = "tower::util::service_fn::ServiceFn<app::handler>";
         assert_eq!(unreadable_connection(&PeerIp::new(), plain, false), Ok(()));
+        // The trusted-proxy forms start from the connection too.
+        let proxies = TrustedProxies::new(["10.0.0.0/8"]).unwrap();
+        for refused in [
+            PeerIp::x_forwarded_for_from(proxies.clone()),
+            PeerIp::forwarded_from(proxies),
+        ] {
+            assert!(unreadable_connection(&refused, axum_route, false).is_err());
+        }
+    }
+
+    fn proxies() -> TrustedProxies {
+        TrustedProxies::new(["10.0.0.0/8", "2001:db8:ffff::/48"]).unwrap()
+    }
+
+    #[test]
+    fn trusted_x_forwarded_for_counts_only_from_a_trusted_peer() {
+        let key = PeerIp::x_forwarded_for_from(proxies());
+        let header = [("x-forwarded-for", "6.6.6.6, 203.0.113.9")];
+        // Directly from a client: its own address, whatever it wrote.
+        let direct = request(&header, Some("198.51.100.4:5000"));
+        assert_eq!(key.extract(&direct), Some(ip("198.51.100.4")));
+        // Through a trusted proxy: the rightmost untrusted entry.
+        let proxied = request(&header, Some("10.0.0.2:41000"));
+        assert_eq!(key.extract(&proxied), Some(ip("203.0.113.9")));
+        // Several header lines, trusted hops among the entries, skipped.
+        let r = request(
+            &[
+                ("x-forwarded-for", "6.6.6.6, 203.0.113.9"),
+                ("x-forwarded-for", "10.0.0.7, [2001:db8:ffff::5]:443"),
+            ],
+            Some("[::ffff:10.0.0.3]:80"),
+        );
+        assert_eq!(key.extract(&r), Some(ip("203.0.113.9")));
+        // No header, or only trusted entries: the leftmost trusted address.
+        assert_eq!(
+            key.extract(&request(&[], Some("10.0.0.2:1"))),
+            Some(ip("10.0.0.2"))
+        );
+        let r = request(
+            &[("x-forwarded-for", "10.1.1.1, 10.2.2.2")],
+            Some("10.0.0.2:1"),
+        );
+        assert_eq!(key.extract(&r), Some(ip("10.1.1.1")));
+        // An entry that is not an address stops the walk at the nearest trusted hop.
+        let r = request(
+            &[("x-forwarded-for", "203.0.113.9, unknown, 10.2.2.2")],
+            Some("10.0.0.2:1"),
+        );
+        assert_eq!(key.extract(&r), Some(ip("10.2.2.2")));
+        // A header that is not visible ASCII is ignored: the connection's address.
+        let mut r = request(&[("x-forwarded-for", "203.0.113.9")], Some("10.0.0.2:1"));
+        r.headers_mut().append(
+            "x-forwarded-for",
+            http::HeaderValue::from_bytes(b"2.2.2.2\xff").unwrap(),
+        );
+        assert_eq!(key.extract(&r), Some(ip("10.0.0.2")));
+        // No connection address: no key.
+        assert_eq!(key.extract(&request(&header, None)), None);
+    }
+
+    #[test]
+    fn trusted_forwarded_walks_every_element_of_every_line() {
+        let key = PeerIp::forwarded_from(proxies());
+        let r = request(
+            &[
+                (
+                    "forwarded",
+                    r#"for=6.6.6.6, for="[2001:db8:cafe::17]:4711";proto=https"#,
+                ),
+                (
+                    "forwarded",
+                    "for=10.0.0.9;by=10.0.0.1, For=\"10.0.0.8:8080\"",
+                ),
+            ],
+            Some("10.0.0.1:443"),
+        );
+        assert_eq!(key.extract(&r), Some(ip("2001:db8:cafe::17")));
+        // An element without for= is not an address: the nearest trusted hop.
+        let r = request(
+            &[(
+                "forwarded",
+                "for=6.6.6.6, proto=http;by=10.0.0.5, for=10.0.0.4",
+            )],
+            Some("10.0.0.1:443"),
+        );
+        assert_eq!(key.extract(&r), Some(ip("10.0.0.4")));
+        // The other header does not count.
+        let r = request(&[("x-forwarded-for", "6.6.6.6")], Some("10.0.0.1:443"));
+        assert_eq!(key.extract(&r), Some(ip("10.0.0.1")));
+    }
+
+    #[test]
+    fn trusted_walks_combine_with_ipv6_prefixes() {
+        let key = PeerIp::x_forwarded_for_from(proxies()).ipv6_prefix(64);
+        let r = request(
+            &[("x-forwarded-for", "2001:db8:1:2:aaaa::1, 2001:db8:ffff::9")],
+            Some("10.0.0.2:1"),
+        );
+        assert_eq!(key.extract(&r), Some(ip("2001:db8:1:2::")));
+        let r = request(
+            &[("x-forwarded-for", "::ffff:203.0.113.9")],
+            Some("10.0.0.2:1"),
+        );
+        assert_eq!(
+            key.extract(&r),
+            Some(ip("203.0.113.9")),
+            "IPv4-mapped as IPv4"
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// No header bytes make any extractor panic, and a trusted walk's answer is the
+        /// connection's address or an address written in the header.
+        #[test]
+        fn no_header_bytes_crash_the_walk(
+            lines in proptest::collection::vec(
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48), 0..4),
+            text in "[0-9a-fA-F:.\\[\\], ;=\"_forunkwn]{0,64}",
+            peer_trusted in proptest::prelude::any::<bool>(),
+        ) {
+            let peer = if peer_trusted { "10.0.0.2:1" } else { "198.51.100.4:2" };
+            let mut r = request(&[], Some(peer));
+            let mut written = Vec::new();
+            for name in ["x-forwarded-for", "forwarded"] {
+                for bytes in lines.iter().map(Vec::as_slice).chain([text.as_bytes()]) {
+                    if let Ok(value) = http::HeaderValue::from_bytes(bytes) {
+                        if let Ok(text) = value.to_str() {
+                            written.push(text.to_owned());
+                        }
+                        r.headers_mut().append(name, value);
+                    }
+                }
+            }
+            for key in [
+                PeerIp::x_forwarded_for_from(proxies()),
+                PeerIp::forwarded_from(proxies()).ipv6_prefix(48),
+            ] {
+                let Some(found) = key.extract(&r) else {
+                    proptest::prop_assert!(false, "a connection address always gives a key");
+                    return Ok(());
+                };
+                let from_header = written
+                    .iter()
+                    .flat_map(|line| split_unquoted(line, ','))
+                    .flat_map(|entry| {
+                        let entry = entry.trim();
+                        [parse_node(entry), forwarded_for(entry).and_then(|n| parse_node(&n))]
+                    })
+                    .flatten()
+                    .any(|ip| key.normalize(ip) == found);
+                proptest::prop_assert!(
+                    found == ip(&peer[..peer.find(':').unwrap()]) || from_header,
+                    "{found} is neither the peer nor in the header"
+                );
+                if !peer_trusted {
+                    proptest::prop_assert_eq!(found, ip("198.51.100.4"));
+                }
+            }
+            for key in [PeerIp::x_forwarded_for(2), PeerIp::forwarded(1)] {
+                let _ = key.extract(&r);
+            }
+        }
     }
 
     #[test]

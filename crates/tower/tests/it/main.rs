@@ -10,4 +10,5 @@ mod hyper_server;
 mod keys;
 #[cfg(feature = "metrics")]
 mod metrics;
+mod proxy;
 mod support;
