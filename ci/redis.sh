@@ -3,17 +3,6 @@
 # start their own servers on free loopback ports in temporary directories. Installs the
 # distribution's package if it is missing (Debian/Ubuntu; needs root or sudo).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-if command -v redis-server >/dev/null 2>&1; then
-    redis-server --version
-    exit 0
-fi
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-    sudo="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update
-$sudo apt-get install -y --no-install-recommends redis-server
-# The package starts a system service on port 6379; the tests do not use it.
-redis-server --version
+"$(bash ci/apt-install.sh redis-server redis-server)" --version
