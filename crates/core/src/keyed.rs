@@ -54,6 +54,7 @@ pub struct Options {
     key_shards: usize,
     tick_nanos: Option<u64>,
     limiter_name: &'static str,
+    max_keys: usize,
 }
 
 /// The default of [`Options::key_shards`].
@@ -67,6 +68,7 @@ impl Default for Options {
             key_shards: DEFAULT_KEY_SHARDS,
             tick_nanos: None,
             limiter_name: crate::metrics::DEFAULT_LIMITER_NAME,
+            max_keys: usize::MAX,
         }
     }
 }
@@ -115,6 +117,30 @@ impl Options {
         } else {
             nanos as u64
         });
+        self
+    }
+
+    /// The key budget: the most keys a decision may make the limiter track. Each of the
+    /// [`Self::key_shards`] shards holds its share (rounded up, so the limiter tracks at most
+    /// `keys` plus one per shard, plus one per thread racing to create a key in a full shard).
+    ///
+    /// When a `check_and_hit` on a key with no state finds its shard full, the shard first
+    /// takes a sweep step (up to eight looks at keys that may be idle, removing those whose
+    /// windows are fresh: always safe); if it is still full, the call is **refused** and no
+    /// state is created, so a flood of fresh keys cannot grow memory past the budget and
+    /// never over-admits. Keys that already have state are decided as before. While its shard
+    /// is full, a key with no state is refused by `allowed` too, and `status` reports nothing
+    /// remaining with a `retry_after_ticks` of one window plus the lateness tolerance (when
+    /// the keys created up to now may be idle). `hit` always records (it is the caller's own
+    /// accounting, not a decision), so it may create state past the budget.
+    ///
+    /// Default: no budget (`usize::MAX`). What a key costs depends on the limit (an exact
+    /// log of `N` hits keeps `8·N` bytes), so no one budget fits every limiter; set one for
+    /// any limiter whose keys come from clients (the README's "Hostile traffic" has the
+    /// measured flood).
+    #[must_use]
+    pub const fn max_keys(mut self, keys: usize) -> Self {
+        self.max_keys = keys;
         self
     }
 
@@ -368,6 +394,9 @@ pub(crate) struct KeyPolicy<W> {
     observed: floor::ObservedClock,
     /// A shard's creations the observed clock records: one in this many.
     observe_every: usize,
+    /// A shard refuses to create state for a decision once it holds this many keys: its share
+    /// of [`Options::max_keys`] (`usize::MAX`: no budget).
+    shard_max_keys: usize,
     /// A shard sweeps itself once it holds this many keys: its share of
     /// [`Options::sweep_floor_keys`] (`usize::MAX` shares out as more than any shard holds).
     shard_floor_keys: usize,
@@ -398,6 +427,11 @@ impl<W: Algorithm> KeyPolicy<W> {
             observed: floor::ObservedClock::new(),
             observe_every: OBSERVE_EVERY.min(shards),
             shard_floor_keys: options.sweep_floor_keys.div_ceil(shards).max(1),
+            shard_max_keys: if options.max_keys == usize::MAX {
+                usize::MAX
+            } else {
+                options.max_keys.div_ceil(shards)
+            },
             recheck_ticks,
             shards,
             hasher: process_hasher(),
@@ -439,6 +473,45 @@ impl<W: Algorithm> KeyPolicy<W> {
     fn after_creation(&self, now: u64, created_before: usize) {
         self.metrics.key_created();
         if created_before % self.observe_every == 0 {
+            self.observed.observe(now);
+        }
+    }
+
+    /// Whether a key budget is set.
+    #[inline]
+    fn budgeted(&self) -> bool {
+        self.shard_max_keys != usize::MAX
+    }
+
+    /// Whether a shard holding `keys` keys has reached its share of the key budget.
+    #[inline]
+    fn shard_full(&self, keys: usize) -> bool {
+        keys >= self.shard_max_keys
+    }
+
+    /// The watermark a key with no state answers with, given its removal watermark: while
+    /// its shard's budget is full (`full`), it is refused until one window plus the lateness
+    /// tolerance from `now` (see [`Options::max_keys`]).
+    fn unknown_key_watermark(&self, removal_watermark: u64, full: bool, now: u64) -> u64 {
+        if full {
+            removal_watermark.max(
+                now.min(MAX_TICK)
+                    .saturating_add(self.recheck_ticks)
+                    .min(MAX_TICK),
+            )
+        } else {
+            removal_watermark
+        }
+    }
+
+    /// A decision on a key with no state was refused because its shard's budget was full:
+    /// counts it, and records `now` in the observed clock if this refusal is one it samples
+    /// (`refused_before` such refusals in the shard came before it): a full shard creates no
+    /// keys, and its refusals must still move the floor, or its keys would never be fresh by
+    /// it and the budget would never free.
+    fn refused_by_budget(&self, now: u64, refused_before: usize) {
+        self.metrics.refused_by_budget();
+        if refused_before % self.observe_every == 0 {
             self.observed.observe(now);
         }
     }

@@ -7,6 +7,7 @@
 //! | `slidelimit_keys_tracked` | gauge | keys | `limiter` | keys with state, after the last creation, sweep or restore (moved by each creation and automatic sweep, set by `remove_idle` and restores) |
 //! | `slidelimit_keys_created_total` | counter | keys | `limiter` | calls that created a key's state (its first use, or its first after a removal) |
 //! | `slidelimit_keys_removed_total` | counter | keys | `limiter` | idle keys removed, by the automatic sweep and by `remove_idle` |
+//! | `slidelimit_budget_refusals_total` | counter | decisions | `limiter` | `check_and_hit` calls on keys with no state refused because the key budget was full ([`Options::max_keys`](crate::Options::max_keys)); each is also a refused decision |
 //! | `slidelimit_sweep_seconds` | histogram | seconds | `limiter` | how long each `remove_idle` call took |
 //! | `slidelimit_tombstones` | gauge | keys | `limiter` | removed keys still refused below their last hit + `W` (see [`crate::keyed`]), after the last sweep or restore |
 //!
@@ -53,6 +54,8 @@ pub const KEYS_TRACKED: &str = "slidelimit_keys_tracked";
 pub const KEYS_CREATED: &str = "slidelimit_keys_created_total";
 /// Counter: idle keys removed.
 pub const KEYS_REMOVED: &str = "slidelimit_keys_removed_total";
+/// Counter: decisions on keys with no state refused because the key budget was full.
+pub const BUDGET_REFUSALS: &str = "slidelimit_budget_refusals_total";
 /// Histogram: the duration of each `remove_idle`, in seconds.
 pub const SWEEP_SECONDS: &str = "slidelimit_sweep_seconds";
 /// Gauge: tombstones held (removed keys still refused below a tick).
@@ -83,6 +86,11 @@ pub fn describe() {
     metrics::describe_gauge!(KEYS_TRACKED, Unit::Count, "keys with state");
     metrics::describe_counter!(KEYS_CREATED, Unit::Count, "keys whose state a call created");
     metrics::describe_counter!(KEYS_REMOVED, Unit::Count, "idle keys removed by sweeps");
+    metrics::describe_counter!(
+        BUDGET_REFUSALS,
+        Unit::Count,
+        "decisions on new keys refused because the key budget was full"
+    );
     metrics::describe_histogram!(
         SWEEP_SECONDS,
         Unit::Seconds,

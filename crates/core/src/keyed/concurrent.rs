@@ -197,7 +197,13 @@ where
     ///
     /// The hot path, kept small so it inlines: one lookup, then `op` on the entry found.
     #[inline]
-    fn with_entry<Q, R>(&self, key: &Q, now: u64, op: impl Fn(u64, &E) -> Result<R, Retired>) -> R
+    fn with_entry<Q, R>(
+        &self,
+        key: &Q,
+        now: u64,
+        refused_when_full: Option<R>,
+        op: impl Fn(u64, &E) -> Result<R, Retired>,
+    ) -> R
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
@@ -210,9 +216,11 @@ where
             op(self.watermark_of(key, entry), entry).map_err(|Retired| Miss::Retired)
         }) {
             Some(Ok(result)) => result,
-            Some(Err(Miss::Retired | Miss::StaleLimit)) | None => {
-                self.with_new_or_retired_entry(key, now, op)
+            // The key has state (being retired or replaced): the budget does not apply.
+            Some(Err(Miss::Retired | Miss::StaleLimit)) => {
+                self.with_new_or_retired_entry(key, now, None, op)
             }
+            None => self.with_new_or_retired_entry(key, now, refused_when_full, op),
         }
     }
 
@@ -328,12 +336,21 @@ where
         &self,
         key: &Q,
         now: u64,
+        refused_when_full: Option<R>,
         op: impl Fn(u64, &E) -> Result<R, Retired>,
     ) -> R
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        if let Some(refused) = refused_when_full {
+            let shard = self.policy.shard_of(key);
+            if self.full_after_reclaim(shard, now) {
+                let refused_before = self.books[shard].count_refusal();
+                self.policy.refused_by_budget(now, refused_before);
+                return refused;
+            }
+        }
         let mut insertions = 0;
         let result = loop {
             let version = self.limits.version();
@@ -405,6 +422,41 @@ where
                 }
             });
         }
+    }
+
+    /// Whether shard `shard` is at its share of the key budget after a sweep step at `now`
+    /// (which removes what is fresh, always safe; see [`Options::max_keys`]).
+    fn full_after_reclaim(&self, shard: usize, now: u64) -> bool {
+        let book = &self.books[shard];
+        if !self.policy.shard_full(book.keys()) {
+            return false;
+        }
+        book.with_queue(
+            now,
+            || self.held_keys(shard),
+            |queue, _| {
+                let removed = self
+                    .policy
+                    .sweep_step(queue, now, |key, floor| self.look(key, floor));
+                book.removed(removed);
+            },
+        );
+        self.policy.shard_full(book.keys())
+    }
+
+    /// The watermark a key with no state answers with at `now`: its removal watermark, or
+    /// later while its shard's budget is full.
+    fn unknown_key_watermark<Q>(&self, key: &Q, now: u64) -> u64
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let full = self.policy.budgeted()
+            && self
+                .policy
+                .shard_full(self.books[self.policy.shard_of(key)].keys());
+        self.policy
+            .unknown_key_watermark(self.removal_watermark(key), full, now)
     }
 
     /// The keys of shard `shard`, for arming its queue, in [`super::arming_rank`] order.
@@ -655,7 +707,7 @@ where
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.limits.check_weight(&self.policy.window, n)?;
-        self.with_entry(key, now, |_, entry| entry.hit_n(now, n));
+        self.with_entry(key, now, None, |_, entry| entry.hit_n(now, n));
         Ok(())
     }
 
@@ -679,7 +731,7 @@ where
         Ok(verdict.unwrap_or_else(|| {
             self.policy.allowed_of_unknown_key(
                 self.limits.resolve(key).1.limit(),
-                self.removal_watermark(key),
+                self.unknown_key_watermark(key, now),
                 now,
                 n,
             )
@@ -697,7 +749,7 @@ where
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.limits.check_weight(&self.policy.window, n)?;
-        let admitted = self.with_entry(key, now, |watermark, entry| {
+        let admitted = self.with_entry(key, now, Some(false), |watermark, entry| {
             if now < watermark {
                 return Ok(false);
             }
@@ -744,7 +796,7 @@ where
         .unwrap_or_else(|| {
             self.policy.window_statuses_of_unknown_key(
                 self.limits.resolve(key).1.limit(),
-                self.removal_watermark(key),
+                self.unknown_key_watermark(key, now),
                 now,
             )
         })
@@ -768,7 +820,7 @@ where
         .unwrap_or_else(|| {
             self.policy.status_of_unknown_key(
                 self.limits.resolve(key).1.limit(),
-                self.removal_watermark(key),
+                self.unknown_key_watermark(key, now),
                 now,
                 n,
             )

@@ -165,6 +165,9 @@ pub(crate) struct ShardBook<K> {
     /// Keys unlinked from the shard. Apart from `created`: a sweep may unlink a key before
     /// its creator has counted it, and two counts that only grow never go below zero.
     removed: AtomicUsize,
+    /// Decisions on new keys refused because the shard's budget was full (for the observed
+    /// clock's sampling, see `KeyPolicy::refused_by_budget`).
+    refused: AtomicUsize,
     /// Locked only by calls that create or remove keys of an armed shard (or of one at its
     /// floor), for a push and at most [`LOOKS_PER_CREATION`] looks; lookups and decisions
     /// never take it.
@@ -188,6 +191,7 @@ impl<K> ShardBook<K> {
         Self {
             created: AtomicUsize::new(0),
             removed: AtomicUsize::new(0),
+            refused: AtomicUsize::new(0),
             queue: Mutex::new(DueQueue::new()),
         }
     }
@@ -205,6 +209,13 @@ impl<K> ShardBook<K> {
             armed: previous & ARMED != 0,
             created_before: previous & !ARMED,
         }
+    }
+
+    /// Counts a decision refused because the shard's budget was full; returns how many came
+    /// before it.
+    pub(crate) fn count_refusal(&self) -> usize {
+        // Relaxed: a count for sampling; it orders nothing. The shard's own word.
+        self.refused.fetch_add(1, Ordering::Relaxed)
     }
 
     /// `removed` keys of this shard were unlinked.

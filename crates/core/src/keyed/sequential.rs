@@ -41,6 +41,9 @@ pub struct KeyTable<K, W: Algorithm> {
 /// One shard's sweep bookkeeping: the concurrent shape's `ShardBook`, under the table's lock.
 struct Book<K> {
     keys: usize,
+    /// Decisions on new keys refused because the shard's budget was full (for the observed
+    /// clock's sampling, see `KeyPolicy::refused_by_budget`).
+    refused: usize,
     /// Keys ever created or installed here (see `KeyPolicy::after_creation`).
     created: usize,
     queue: DueQueue<K>,
@@ -50,6 +53,7 @@ impl<K> Book<K> {
     fn new() -> Self {
         Self {
             keys: 0,
+            refused: 0,
             created: 0,
             queue: DueQueue::new(),
         }
@@ -124,6 +128,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         &mut self,
         key: &Q,
         now: u64,
+        refused_when_full: Option<R>,
         op: impl FnOnce(u64, &mut W::Sequential) -> R,
     ) -> R
     where
@@ -139,13 +144,14 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
                 }
                 op(*watermark, window)
             }
-            None => self.with_new_window(shard, key, now, op),
+            None => self.with_new_window(shard, key, now, refused_when_full, op),
         }
     }
 
     /// [`Self::with_window`] for a key with no window in shard `shard`: its lookup just
     /// missed, under this same borrow, so the insert goes straight in (a new key probes its
-    /// shard twice, the miss and the insert).
+    /// shard twice, the miss and the insert). With `refused_when_full`, a full shard that a
+    /// sweep step cannot free answers that instead (see [`Options::max_keys`]).
     #[cold]
     #[inline(never)]
     fn with_new_window<Q, R>(
@@ -153,12 +159,21 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         shard: usize,
         key: &Q,
         now: u64,
+        refused_when_full: Option<R>,
         op: impl FnOnce(u64, &mut W::Sequential) -> R,
     ) -> R
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
+        if let Some(refused) = refused_when_full {
+            if self.full_after_reclaim(shard, now) {
+                let book = &mut self.books[shard];
+                self.policy.refused_by_budget(now, book.refused);
+                book.refused += 1;
+                return refused;
+            }
+        }
         let watermark = self.removal_watermark(shard, key);
         let (version, current) = self.limits.resolve(key);
         let (window, watermark, _) = self.shards[shard]
@@ -185,23 +200,58 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
             if !self.policy.shard_sweeps(book.keys) {
                 return;
             }
-            let mut held: Vec<K> = self.shards[shard].keys().cloned().collect();
-            // The concurrent shape's order (see `super::arming_rank`).
-            held.sort_by_cached_key(|key| self.policy.hasher.hash_one(key));
-            book.queue.arm(held, now);
+            self.arm(shard, now);
         } else {
             book.queue
                 .push(key.to_owned(), now, self.policy.recheck_ticks);
         }
-        if !self.policy.shard_sweeps(book.keys) {
-            return;
+        if self.policy.shard_sweeps(self.books[shard].keys) {
+            self.sweep_step(shard, now);
         }
+    }
+
+    /// Arms shard `shard`'s queue with the keys it holds, due at `now`.
+    fn arm(&mut self, shard: usize, now: u64) {
+        let mut held: Vec<K> = self.shards[shard].keys().cloned().collect();
+        // The concurrent shape's order (see `super::arming_rank`).
+        held.sort_by_cached_key(|key| self.policy.hasher.hash_one(key));
+        self.books[shard].queue.arm(held, now);
+    }
+
+    /// One step of the automatic sweep in shard `shard` at `now` (its queue armed).
+    fn sweep_step(&mut self, shard: usize, now: u64) {
+        let book = &mut self.books[shard];
         let (windows, tombstones) = (&mut self.shards[shard], &mut self.tombstones[shard]);
         let removed = self.policy.sweep_step(&mut book.queue, now, |key, floor| {
             look::<K, W>(windows, tombstones, key, floor)
         });
         book.keys -= removed;
         self.tracked -= removed;
+    }
+
+    /// Whether shard `shard` is at its share of the key budget after a sweep step at `now`
+    /// (which removes what is fresh, always safe; see [`Options::max_keys`]).
+    fn full_after_reclaim(&mut self, shard: usize, now: u64) -> bool {
+        if !self.policy.shard_full(self.books[shard].keys) {
+            return false;
+        }
+        if !self.books[shard].queue.is_armed() {
+            self.arm(shard, now);
+        }
+        self.sweep_step(shard, now);
+        self.policy.shard_full(self.books[shard].keys)
+    }
+
+    /// The watermark a key with no state in shard `shard` answers with at `now`: its removal
+    /// watermark, or later while the shard's budget is full.
+    fn unknown_key_watermark<Q>(&self, shard: usize, key: &Q, now: u64) -> u64
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let full = self.policy.shard_full(self.books[shard].keys);
+        self.policy
+            .unknown_key_watermark(self.removal_watermark(shard, key), full, now)
     }
 
     #[inline]
@@ -211,7 +261,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.limits.check_weight(&self.policy.window, n)?;
-        self.with_window(key, now, |_, window| window.hit_n(now, n));
+        self.with_window(key, now, None, |_, window| window.hit_n(now, n));
         Ok(())
     }
 
@@ -222,7 +272,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.limits.check_weight(&self.policy.window, n)?;
-        let admitted = self.with_window(key, now, |watermark, window| {
+        let admitted = self.with_window(key, now, Some(false), |watermark, window| {
             now >= watermark && window.check_and_hit_n(now, n)
         });
         Ok(self.policy.metrics.decided(admitted))
@@ -244,7 +294,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
             }
             None => self.policy.allowed_of_unknown_key(
                 self.limits.resolve(key).1.limit(),
-                self.removal_watermark(self.policy.shard_of(key), key),
+                self.unknown_key_watermark(self.policy.shard_of(key), key, now),
                 now,
                 n,
             ),
@@ -269,7 +319,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
             }
             None => self.policy.status_of_unknown_key(
                 self.limits.resolve(key).1.limit(),
-                self.removal_watermark(self.policy.shard_of(key), key),
+                self.unknown_key_watermark(self.policy.shard_of(key), key, now),
                 now,
                 n,
             ),
@@ -292,7 +342,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
             }
             None => self.policy.window_statuses_of_unknown_key(
                 self.limits.resolve(key).1.limit(),
-                self.removal_watermark(self.policy.shard_of(key), key),
+                self.unknown_key_watermark(self.policy.shard_of(key), key, now),
                 now,
             ),
         }

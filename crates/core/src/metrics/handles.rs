@@ -4,7 +4,8 @@
 use metrics::{counter, gauge, histogram, Counter, Gauge, Histogram};
 
 use super::{
-    DECISIONS, KEYS_CREATED, KEYS_REMOVED, KEYS_TRACKED, LIMITER_LABEL, SWEEP_SECONDS, TOMBSTONES,
+    BUDGET_REFUSALS, DECISIONS, KEYS_CREATED, KEYS_REMOVED, KEYS_TRACKED, LIMITER_LABEL,
+    SWEEP_SECONDS, TOMBSTONES,
 };
 
 /// One limiter's handles, labelled with its name.
@@ -13,6 +14,7 @@ pub(crate) struct LimiterMetrics {
     refused: Counter,
     keys_created: Counter,
     keys_removed: Counter,
+    budget_refusals: Counter,
     keys_tracked: Gauge,
     tombstones: Gauge,
     sweep_seconds: Histogram,
@@ -26,6 +28,7 @@ impl LimiterMetrics {
             refused: counter!(DECISIONS, LIMITER_LABEL => name, "outcome" => "refused"),
             keys_created: counter!(KEYS_CREATED, LIMITER_LABEL => name),
             keys_removed: counter!(KEYS_REMOVED, LIMITER_LABEL => name),
+            budget_refusals: counter!(BUDGET_REFUSALS, LIMITER_LABEL => name),
             keys_tracked: gauge!(KEYS_TRACKED, LIMITER_LABEL => name),
             tombstones: gauge!(TOMBSTONES, LIMITER_LABEL => name),
             sweep_seconds: histogram!(SWEEP_SECONDS, LIMITER_LABEL => name),
@@ -55,6 +58,11 @@ impl LimiterMetrics {
     pub(crate) fn swept(&self, removed: usize) {
         self.keys_removed(removed);
         self.keys_tracked.decrement(removed as f64);
+    }
+
+    /// A decision on a key with no state was refused: the key budget was full.
+    pub(crate) fn refused_by_budget(&self) {
+        self.budget_refusals.increment(1);
     }
 
     /// A sweep removed `removed` keys.

@@ -20,6 +20,9 @@ impl LimiterMetrics {
     pub(crate) fn key_created(&self) {}
 
     #[inline(always)]
+    pub(crate) fn refused_by_budget(&self) {}
+
+    #[inline(always)]
     pub(crate) fn swept(&self, _removed: usize) {}
 
     #[inline(always)]

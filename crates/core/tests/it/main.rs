@@ -6,6 +6,7 @@
 
 mod bad_input;
 mod buckets;
+mod budget;
 mod edges;
 mod layered;
 mod limit;

@@ -161,11 +161,41 @@ fn the_automatic_sweep_counts_its_removals() {
         let options = Options::default().sweep_floor_keys(1).key_shards(1);
         let (metrics, limiter) = recorded(variant, options);
         assert!(limiter.check_and_hit(&1, 0));
-        // Key 1 is idle by 100 - 10; creating key 2 at 100 runs a sweep step that removes it.
-        assert!(limiter.check_and_hit(&2, 100));
-        assert_eq!(limiter.tracked_keys(), 1, "{variant}");
+        // Key 1 is fresh from 10. Once the last eight creations are at 100, the floor is
+        // 100 - 10, and the sweep step of the eighth removes key 1.
+        for key in 2..=9 {
+            assert!(limiter.check_and_hit(&key, 100));
+        }
+        assert_eq!(limiter.tracked_keys(), 8, "{variant}");
         let read = Readings::take(&metrics);
-        assert_eq!(read.keys("default"), (2, 1, 1.0), "{variant}");
+        assert_eq!(read.keys("default"), (9, 1, 8.0), "{variant}");
+    }
+}
+
+#[test]
+fn budget_refusals_are_counted() {
+    for variant in NAMES {
+        let options = Options::default().key_shards(1).max_keys(2);
+        let (metrics, limiter) = recorded(variant, options);
+        assert!(limiter.check_and_hit(&1, 0));
+        assert!(limiter.check_and_hit(&2, 0));
+        assert!(
+            !limiter.check_and_hit(&3, 0),
+            "{variant}: the budget is full"
+        );
+        assert!(!limiter.check_and_hit(&4, 0), "{variant}");
+        let read = Readings::take(&metrics);
+        assert_eq!(
+            read.counter(names::BUDGET_REFUSALS, "default", None),
+            2,
+            "{variant}"
+        );
+        assert_eq!(
+            read.counter(names::DECISIONS, "default", Some("refused")),
+            2,
+            "{variant}: each is also a refused decision"
+        );
+        assert_eq!(read.keys("default"), (2, 0, 2.0), "{variant}");
     }
 }
 

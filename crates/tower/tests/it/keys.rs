@@ -153,3 +153,44 @@ async fn missing_key_allow_passes_unlimited() {
     check_batch(&keyed, "default", N, EXACT_MAX_T);
     assert_eq!(server.calls(), 10 + N as usize);
 }
+
+/// A key budget (`Options::max_keys`) full of other clients' keys: a new client is refused
+/// with 429, told to come back after one window plus the lateness tolerance, and creates no
+/// state; a client that has state is answered as before.
+#[tokio::test]
+async fn a_full_key_budget_answers_new_clients_429() {
+    let options = slidelimit::Options::default().key_shards(1).max_keys(1);
+    let limiter = Arc::new(LockFreeLimiter::<IpAddr>::with_options(
+        slidelimit::ExactLog::new(limit(5)),
+        options,
+    ));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = counted_router(&calls).layer(RateLimitLayer::new(
+        Arc::clone(&limiter),
+        PeerIp::x_forwarded_for(1),
+    ));
+    let server = serve_axum(app, calls).await;
+    let ask = |address: &'static str| {
+        let server = server.addr;
+        async move {
+            send(
+                &client(),
+                get_request(server, "/", &[("x-forwarded-for", address)]),
+            )
+            .await
+        }
+    };
+    assert_eq!(ask("192.0.2.1").await.status, StatusCode::OK);
+    let refused = ask("192.0.2.2").await;
+    assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = refused.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // One window (600 s) plus the lateness tolerance (one window).
+    assert_eq!(wait, 2 * crate::support::WINDOW_SECS, "{refused:?}");
+    assert_eq!(ask("192.0.2.1").await.status, StatusCode::OK, "has state");
+    assert_eq!(slidelimit::RateLimiter::tracked_keys(&*limiter), 1);
+    assert_eq!(server.calls(), 2);
+}

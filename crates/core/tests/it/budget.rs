@@ -1,0 +1,197 @@
+//! The key budget (`Options::max_keys`): a flood of fresh keys cannot grow a limiter past it,
+//! nothing is over-admitted on the way, keys that already have state are decided as before,
+//! and the budget frees as keys go idle. Every variant, both windows and a layered limit.
+
+use slidelimit::{
+    Conversion, ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets, SavedState,
+};
+use slidelimit_mutex::MutexLimiter;
+use slidelimit_per_key_lock::PerKeyLockLimiter;
+use slidelimit_rwlock::RwLockLimiter;
+
+use crate::trace::check_safety;
+use crate::variants::{all_variants, limit};
+
+/// Every variant with the exact log and with rolling buckets (8), for `limit`.
+fn every_limiter(limit: Limit, options: Options) -> Vec<(String, Box<dyn RateLimiter<u64>>)> {
+    let buckets = RollingBuckets::new(limit, 8).expect("8 buckets fit");
+    let mut limiters: Vec<(String, Box<dyn RateLimiter<u64>>)> = all_variants(limit, options)
+        .into_iter()
+        .map(|limiter| (limiter.name().to_owned(), limiter))
+        .collect();
+    let bucketed: [Box<dyn RateLimiter<u64>>; 4] = [
+        Box::new(LockFreeLimiter::<u64, RollingBuckets>::with_options(
+            buckets, options,
+        )),
+        Box::new(MutexLimiter::<u64, RollingBuckets>::with_options(
+            buckets, options,
+        )),
+        Box::new(PerKeyLockLimiter::<u64, RollingBuckets>::with_options(
+            buckets, options,
+        )),
+        Box::new(RwLockLimiter::<u64, RollingBuckets>::with_options(
+            buckets, options,
+        )),
+    ];
+    limiters.extend(
+        bucketed
+            .into_iter()
+            .map(|limiter| (format!("{}-buckets", limiter.name()), limiter)),
+    );
+    limiters
+}
+
+#[test]
+fn a_full_budget_refuses_new_keys_and_leaves_tracked_ones_alone() {
+    // One shard, a budget of 64 keys; 2 per 100 ticks, lateness one window.
+    let options = Options::default().key_shards(1).max_keys(64);
+    let layered = limit(2, 100).and(limit(3, 300)).expect("two windows");
+    for limit in [limit(2, 100), layered] {
+        for (name, limiter) in every_limiter(limit, options) {
+            for key in 0..64 {
+                assert!(limiter.check_and_hit(&key, 1000), "{name}: key {key}");
+            }
+            assert_eq!(limiter.tracked_keys(), 64, "{name}");
+            // A new key: refused by every call that decides, and no state is created.
+            assert!(!limiter.allowed(&64, 1000), "{name}");
+            assert!(!limiter.check_and_hit(&64, 1000), "{name}");
+            let status = limiter.status(&64, 1000);
+            assert_eq!(status.remaining, 0, "{name}");
+            assert!(status.retry_after_ticks >= 200, "{name}: {status:?}");
+            assert_eq!(limiter.tracked_keys(), 64, "{name}");
+            // Keys that have state are decided as before: key 0 holds one hit of two.
+            assert!(limiter.check_and_hit(&0, 1001), "{name}");
+            assert!(!limiter.check_and_hit(&0, 1002), "{name}");
+            // `hit` is the caller's own accounting: it records past the budget.
+            limiter.hit(&65, 1000);
+            assert_eq!(limiter.tracked_keys(), 65, "{name}");
+            assert_eq!(limiter.status(&65, 1000).count, 1, "{name}");
+        }
+    }
+}
+
+#[test]
+fn the_budget_frees_as_keys_go_idle() {
+    // One shard, 16 keys, 1 per 10 ticks, lateness 10: key k (hit at k) is fresh from k + 10
+    // and can go once the floor (the oldest of the last eight observed calls, minus 10)
+    // passes that.
+    let options = Options::default()
+        .key_shards(1)
+        .max_keys(16)
+        .lateness_ticks(10);
+    for (name, limiter) in every_limiter(limit(1, 10), options) {
+        for key in 0..16 {
+            assert!(limiter.check_and_hit(&key, key), "{name}");
+        }
+        // Soon after, nothing is idle by the floor: refused.
+        assert!(!limiter.check_and_hit(&100, 20), "{name}");
+        // Long after, the refused calls themselves move the observed clock, the floor rises
+        // past every key, and a sweep step frees the shard: a new key is admitted within the
+        // eight calls that fill the clock (and one more).
+        let admitted_at = (0..9).find(|i| limiter.check_and_hit(&(200 + i), 1000));
+        assert!(admitted_at.is_some(), "{name}: the budget never freed");
+        assert!(limiter.tracked_keys() <= 16, "{name}");
+    }
+}
+
+#[test]
+fn a_flood_of_fresh_keys_stays_within_the_budget_and_never_over_admits() {
+    // The default 512 shards and a budget of 4096 keys (8 a shard); 3 per 1000 ticks. One
+    // well-behaved client (its key created before the flood) asks every 100 ticks; 100,000
+    // fresh keys arrive within one window, each asking twice.
+    const BUDGET: usize = 4096;
+    const GOOD: u64 = u64::MAX;
+    let max_tracked = BUDGET + 512;
+    let options = Options::default().max_keys(BUDGET);
+    let quiet = every_limiter(limit(3, 1000), Options::default());
+    for ((name, limiter), (_, unflooded)) in every_limiter(limit(3, 1000), options)
+        .into_iter()
+        .zip(quiet)
+    {
+        let mut admitted = Vec::new();
+        let (mut good, mut good_unflooded) = (Vec::new(), Vec::new());
+        let mut most = 0;
+        for i in 0..100_000u64 {
+            let now = i / 100;
+            if i % 10_000 == 0 {
+                good.push(limiter.check_and_hit(&GOOD, now));
+                good_unflooded.push(unflooded.check_and_hit(&GOOD, now));
+            }
+            for _ in 0..2 {
+                if limiter.check_and_hit(&i, now) {
+                    admitted.push((i, now));
+                }
+            }
+            if i % 1000 == 0 {
+                most = most.max(limiter.tracked_keys());
+            }
+        }
+        most = most.max(limiter.tracked_keys());
+        assert!(most <= max_tracked, "{name}: {most} keys tracked");
+        assert!(
+            most >= BUDGET / 2,
+            "{name}: the flood filled the budget: {most}"
+        );
+        assert!(
+            admitted.len() < 100_000,
+            "{name}: the budget refused some fresh keys"
+        );
+        assert!(admitted.len() >= BUDGET / 2, "{name}: {}", admitted.len());
+        // Every admission recorded, the good client's included: no window holds more than 3.
+        admitted.extend(
+            good.iter()
+                .enumerate()
+                .filter(|(_, &yes)| yes)
+                .map(|(n, _)| (GOOD, n as u64 * 100)),
+        );
+        check_safety(&admitted, 3, 1000).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The well-behaved client is answered exactly as without the flood.
+        assert_eq!(good, good_unflooded, "{name}");
+        assert_eq!(good.iter().filter(|&&yes| yes).count(), 3, "{name}");
+    }
+}
+
+#[test]
+fn a_restored_limiter_keeps_its_budget_for_new_keys() {
+    // A restore installs every saved key (a restore is the operator's, not a decision), and
+    // new keys are refused while the restored ones fill the budget.
+    let options = Options::default().key_shards(1).max_keys(8);
+    let source = LockFreeLimiter::<u64>::with_options(ExactLog::new(limit(2, 100)), options);
+    for key in 0..8 {
+        assert!(source.check_and_hit(&key, 10));
+    }
+    let snapshot = source.snapshot(10);
+    let window = ExactLog::new(limit(2, 100));
+    check_restore(
+        &LockFreeLimiter::<u64>::with_options(window, options),
+        &snapshot,
+    );
+    check_restore(
+        &MutexLimiter::<u64>::with_options(window, options),
+        &snapshot,
+    );
+    check_restore(
+        &PerKeyLockLimiter::<u64>::with_options(window, options),
+        &snapshot,
+    );
+    check_restore(
+        &RwLockLimiter::<u64>::with_options(window, options),
+        &snapshot,
+    );
+}
+
+fn check_restore<L: RateLimiter<u64> + SavedState<u64>>(
+    limiter: &L,
+    snapshot: &slidelimit::Snapshot<u64>,
+) {
+    let name = limiter.name();
+    let restored = limiter
+        .restore(snapshot, 10, Conversion::Exact)
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(restored.keys, 8, "{name}");
+    assert!(
+        !limiter.check_and_hit(&100, 11),
+        "{name}: the budget is full"
+    );
+    assert!(limiter.check_and_hit(&3, 11), "{name}: a restored key");
+}
