@@ -194,14 +194,15 @@ where
 
     /// Runs `op` on the entry of `key` with the watermark it answers with, creating the entry
     /// if needed, then runs the automatic sweep if this call grew the map past its trigger.
+    /// `BUDGETED` (a decision): a key with no entry in a shard whose key budget stays full
+    /// gets `R::default()` (a refusal) instead (see [`Options::max_keys`]).
     ///
     /// The hot path, kept small so it inlines: one lookup, then `op` on the entry found.
     #[inline]
-    fn with_entry<Q, R>(
+    fn with_entry<const BUDGETED: bool, Q, R: Default>(
         &self,
         key: &Q,
         now: u64,
-        refused_when_full: Option<R>,
         op: impl Fn(u64, &E) -> Result<R, Retired>,
     ) -> R
     where
@@ -218,9 +219,9 @@ where
             Some(Ok(result)) => result,
             // The key has state (being retired or replaced): the budget does not apply.
             Some(Err(Miss::Retired | Miss::StaleLimit)) => {
-                self.with_new_or_retired_entry(key, now, None, op)
+                self.with_new_or_retired_entry::<false, _, _>(key, now, op)
             }
-            None => self.with_new_or_retired_entry(key, now, refused_when_full, op),
+            None => self.with_new_or_retired_entry::<BUDGETED, _, _>(key, now, op),
         }
     }
 
@@ -332,23 +333,23 @@ where
     /// [`Self::with_entry`] for a key with no entry, or whose entry was being retired.
     #[cold]
     #[inline(never)]
-    fn with_new_or_retired_entry<Q, R>(
+    fn with_new_or_retired_entry<const BUDGETED: bool, Q, R: Default>(
         &self,
         key: &Q,
         now: u64,
-        refused_when_full: Option<R>,
         op: impl Fn(u64, &E) -> Result<R, Retired>,
     ) -> R
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        if let Some(refused) = refused_when_full {
+        if BUDGETED && self.policy.budgeted() {
             let shard = self.policy.shard_of(key);
             if self.full_after_reclaim(shard, now) {
                 let refused_before = self.books[shard].count_refusal();
                 self.policy.refused_by_budget(now, refused_before);
-                return refused;
+                // The refusal (`false` for `check_and_hit`).
+                return R::default();
             }
         }
         let mut insertions = 0;
@@ -707,7 +708,7 @@ where
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.limits.check_weight(&self.policy.window, n)?;
-        self.with_entry(key, now, None, |_, entry| entry.hit_n(now, n));
+        self.with_entry::<false, _, _>(key, now, |_, entry| entry.hit_n(now, n));
         Ok(())
     }
 
@@ -749,7 +750,7 @@ where
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.limits.check_weight(&self.policy.window, n)?;
-        let admitted = self.with_entry(key, now, Some(false), |watermark, entry| {
+        let admitted = self.with_entry::<true, _, _>(key, now, |watermark, entry| {
             if now < watermark {
                 return Ok(false);
             }

@@ -124,11 +124,10 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
     /// inlines (a lookup and a version comparison); everything else is in
     /// [`Self::with_window_slow`].
     #[inline]
-    fn with_window<Q, R>(
+    fn with_window<const BUDGETED: bool, Q, R: Default>(
         &mut self,
         key: &Q,
         now: u64,
-        refused_when_full: Option<R>,
         op: impl FnOnce(u64, &mut W::Sequential) -> R,
     ) -> R
     where
@@ -144,35 +143,34 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
                 }
                 op(*watermark, window)
             }
-            None => self.with_new_window(shard, key, now, refused_when_full, op),
+            None => self.with_new_window::<BUDGETED, _, _>(shard, key, now, op),
         }
     }
 
     /// [`Self::with_window`] for a key with no window in shard `shard`: its lookup just
     /// missed, under this same borrow, so the insert goes straight in (a new key probes its
-    /// shard twice, the miss and the insert). With `refused_when_full`, a full shard that a
-    /// sweep step cannot free answers that instead (see [`Options::max_keys`]).
+    /// shard twice, the miss and the insert). `BUDGETED` (a decision): a full shard that a
+    /// sweep step cannot free answers `R::default()` (a refusal) instead (see
+    /// [`Options::max_keys`]).
     #[cold]
     #[inline(never)]
-    fn with_new_window<Q, R>(
+    fn with_new_window<const BUDGETED: bool, Q, R: Default>(
         &mut self,
         shard: usize,
         key: &Q,
         now: u64,
-        refused_when_full: Option<R>,
         op: impl FnOnce(u64, &mut W::Sequential) -> R,
     ) -> R
     where
         K: Borrow<Q>,
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
-        if let Some(refused) = refused_when_full {
-            if self.full_after_reclaim(shard, now) {
-                let book = &mut self.books[shard];
-                self.policy.refused_by_budget(now, book.refused);
-                book.refused += 1;
-                return refused;
-            }
+        if BUDGETED && self.full_after_reclaim(shard, now) {
+            let book = &mut self.books[shard];
+            self.policy.refused_by_budget(now, book.refused);
+            book.refused += 1;
+            // The refusal (`false` for `check_and_hit`).
+            return R::default();
         }
         let watermark = self.removal_watermark(shard, key);
         let (version, current) = self.limits.resolve(key);
@@ -261,7 +259,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.limits.check_weight(&self.policy.window, n)?;
-        self.with_window(key, now, None, |_, window| window.hit_n(now, n));
+        self.with_window::<false, _, _>(key, now, |_, window| window.hit_n(now, n));
         Ok(())
     }
 
@@ -272,7 +270,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         self.limits.check_weight(&self.policy.window, n)?;
-        let admitted = self.with_window(key, now, Some(false), |watermark, window| {
+        let admitted = self.with_window::<true, _, _>(key, now, |watermark, window| {
             now >= watermark && window.check_and_hit_n(now, n)
         });
         Ok(self.policy.metrics.decided(admitted))
