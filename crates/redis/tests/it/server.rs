@@ -2,10 +2,39 @@
 //! killed on drop; and a [`SilentListener`], a port that accepts connections and never
 //! answers.
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Every port this process has given a server (a cluster node's bus port included). None is
+/// given twice: a node that a test kills and restarts on its own port finds it free however
+/// many servers other tests start meanwhile, and two clusters starting at once never pick the
+/// same port (both were seen to happen when the two cluster tests ran side by side).
+static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+
+/// A free loopback port (with `bus`, its cluster bus port `+ 10000` free too) that no server
+/// of this process was given before; recorded as given.
+fn hand_out_port(bus: bool) -> u16 {
+    let free = |port: u16| TcpListener::bind(("127.0.0.1", port)).is_ok();
+    loop {
+        let port = if bus {
+            free_port() % 30_000 + 20_000
+        } else {
+            free_port()
+        };
+        let mut handed_out = HANDED_OUT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let wanted: &[u16] = if bus { &[port, port + 10_000] } else { &[port] };
+        if wanted.iter().all(|p| !handed_out.contains(p) && free(*p)) {
+            handed_out.extend(wanted);
+            return port;
+        }
+    }
+}
 
 pub(crate) struct Server {
     child: Option<Child>,
@@ -23,17 +52,6 @@ fn free_port() -> u16 {
     // Bind port 0, read the port, release it: the server binds it right after.
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     listener.local_addr().expect("local address").port()
-}
-
-/// A port below 55535 whose cluster bus port (`port + 10000`) is free too.
-fn free_cluster_port() -> u16 {
-    loop {
-        let port = free_port() % 30_000 + 20_000;
-        let free = |port: u16| TcpListener::bind(("127.0.0.1", port)).is_ok();
-        if free(port) && free(port + 10_000) {
-            return port;
-        }
-    }
 }
 
 fn spawn(port: u16, dir: &Path, cluster: bool, extra: &[String]) -> Child {
@@ -110,11 +128,8 @@ impl Server {
             .map(|arg| arg.replace("{dir}", dir_text))
             .collect();
         for _attempt in 0..5 {
-            let port = if cluster {
-                free_cluster_port()
-            } else {
-                free_port()
-            };
+            // A cluster node needs its bus port (`port + 10000`, below 65536) free too.
+            let port = hand_out_port(cluster);
             let mut server = Self {
                 child: Some(spawn(port, &dir, cluster, &extra)),
                 watchdog: None,
