@@ -15,7 +15,7 @@
 //! order of calls, so on a single-threaded trace every variant looks at the same keys at the
 //! same calls.
 
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::window::MAX_TICK;
@@ -68,10 +68,15 @@ impl<K> Ord for Due<K> {
 /// shard first holds its share of [`super::Options::sweep_floor_keys`]: below it the shard
 /// never sweeps, and keeps no queue.
 ///
-/// A heap, not a FIFO: a key found live is due when its own state may be fresh, which can
-/// come before keys created after it are due, and a key created by a far-future call must not
-/// hold the others up.
+/// New keys wait in a FIFO: created in time order, they come due in that order, and most
+/// (under key churn, nearly all) are removed at their first look, for a push and a pop that
+/// touch one end each. Keys found live, and those a shard held when it was armed, wait in a
+/// heap: a key found live is due when its own state may be fresh, which can come before keys
+/// created after it. A look takes whichever of the two fronts is due first; a new key due much
+/// further ahead than any call near the sweep's time could have pushed it (a far-future
+/// call's) moves to the heap rather than hold the FIFO up.
 pub(crate) struct DueQueue<K> {
+    fresh: VecDeque<Due<K>>,
     due: BinaryHeap<Due<K>>,
     armed: bool,
 }
@@ -79,6 +84,7 @@ pub(crate) struct DueQueue<K> {
 impl<K> DueQueue<K> {
     pub(crate) fn new() -> Self {
         Self {
+            fresh: VecDeque::new(),
             due: BinaryHeap::new(),
             armed: false,
         }
@@ -102,15 +108,17 @@ impl<K> DueQueue<K> {
     pub(crate) fn push(&mut self, key: K, now: u64, recheck_ticks: u64) {
         if self.armed {
             let due = now.min(MAX_TICK).saturating_add(recheck_ticks);
-            self.due.push(Due { due, key });
+            self.fresh.push_back(Due { due, key });
         }
     }
 
     /// Looks at the keys due by `trusted` (the time the sweep trusts: the removal floor plus
-    /// the lateness tolerance `lateness_ticks`), soonest first, at most
-    /// [`LOOKS_PER_CREATION`] of them; `look` says what it found. A key found live is due
-    /// again when the floor may reach the tick it is fresh from (or, if the look could not
-    /// tell, half a `recheck_ticks` later). Returns how many it removed.
+    /// the lateness tolerance `lateness_ticks`), the earlier of the two fronts first, at most
+    /// [`LOOKS_PER_CREATION`] of them; `look` says what it found. A key found live goes to the
+    /// heap, due again when the floor may reach the tick it is fresh from (or, if the look
+    /// could not tell, half a `recheck_ticks` later). A new key due more than two
+    /// `recheck_ticks` after `trusted` moves to the heap, and counts as a look. Returns how
+    /// many it removed.
     pub(crate) fn service(
         &mut self,
         trusted: u64,
@@ -120,12 +128,33 @@ impl<K> DueQueue<K> {
     ) -> usize {
         let trusted = trusted.min(MAX_TICK);
         let again = trusted.saturating_add(recheck_ticks / 2);
+        let far_ahead = trusted.saturating_add(recheck_ticks.saturating_mul(2));
         let mut removed = 0;
         for _ in 0..LOOKS_PER_CREATION {
-            if self.due.peek().is_none_or(|first| first.due > trusted) {
+            let fresh_first = self.fresh.front().map(|first| first.due);
+            if fresh_first.is_some_and(|due| due > far_ahead) {
+                // A far-future call's key: to the heap, where it waits without blocking.
+                if let Some(far) = self.fresh.pop_front() {
+                    self.due.push(far);
+                }
+                continue;
+            }
+            let heap_first = self.due.peek().map(|first| first.due);
+            // The earlier front; a tie goes to the FIFO.
+            let from_fresh = match (fresh_first, heap_first) {
+                (Some(fresh), Some(heap)) => fresh <= heap,
+                (fresh, _) => fresh.is_some(),
+            };
+            let first = if from_fresh { fresh_first } else { heap_first };
+            if first.is_none_or(|due| due > trusted) {
                 break;
             }
-            let Some(Due { key, .. }) = self.due.pop() else {
+            let taken = if from_fresh {
+                self.fresh.pop_front()
+            } else {
+                self.due.pop()
+            };
+            let Some(Due { key, .. }) = taken else {
                 break;
             };
             match look(&key) {
@@ -144,6 +173,7 @@ impl<K> DueQueue<K> {
     /// Forgets the queued keys that `tracked` says are no longer tracked (after
     /// `remove_idle` removed some), so a key that comes back is queued once.
     pub(crate) fn retain_tracked(&mut self, mut tracked: impl FnMut(&K) -> bool) {
+        self.fresh.retain(|entry| tracked(&entry.key));
         self.due.retain(|entry| tracked(&entry.key));
     }
 }

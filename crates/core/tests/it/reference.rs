@@ -87,13 +87,20 @@ impl<K> Ord for Due<K> {
     }
 }
 
+/// The due queue as the limiters keep it: new keys in a FIFO, the rest in a heap.
+#[derive(Clone, Debug)]
+pub struct Queue<K> {
+    fresh: VecDeque<Due<K>>,
+    heap: BinaryHeap<Due<K>>,
+}
+
 /// The model limiter.
 #[derive(Clone, Debug)]
 pub struct Reference<K> {
     config: Config,
     /// The due queue: keys by the tick at which each is due for a look (a heap, soonest
     /// first, as the limiters keep it); `None` until the map first reaches the floor.
-    queue: Option<BinaryHeap<Due<K>>>,
+    queue: Option<Queue<K>>,
     /// Tracked keys and every hit recorded for them since they were (re)created, clamped.
     logs: HashMap<K, Vec<u64>>,
     /// Each tracked key's removal watermark, fixed when its state was created.
@@ -233,7 +240,7 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         let floor_keys = self.config.sweep_floor_keys;
         let due = clamp(now).saturating_add(self.recheck());
         match &mut self.queue {
-            Some(queue) => queue.push(Due {
+            Some(queue) => queue.fresh.push_back(Due {
                 due,
                 key: key.clone(),
             }),
@@ -241,12 +248,15 @@ impl<K: Hash + Eq + Clone> Reference<K> {
                 // Armed: every key held joins, due now, in the limiters' arming order.
                 let mut held: Vec<K> = self.logs.keys().cloned().collect();
                 held.sort_by_cached_key(|key| slidelimit::keyed::arming_rank(key));
-                let mut queue = BinaryHeap::new();
-                queue.extend(held.into_iter().map(|key| Due {
+                let mut heap = BinaryHeap::new();
+                heap.extend(held.into_iter().map(|key| Due {
                     due: clamp(now),
                     key,
                 }));
-                self.queue = Some(queue);
+                self.queue = Some(Queue {
+                    fresh: VecDeque::new(),
+                    heap,
+                });
             }
             None => return,
         }
@@ -283,12 +293,31 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         let floor = self.raise_floor(now);
         let trusted = floor.saturating_add(self.lateness()).min(MAX_TICK);
         let again = trusted.saturating_add(self.recheck() / 2);
+        let far_ahead = trusted.saturating_add(self.recheck().saturating_mul(2));
         let mut queue = self.queue.take().expect("armed");
         for _ in 0..8 {
-            if queue.peek().is_none_or(|first| first.due > trusted) {
+            let fresh_first = queue.fresh.front().map(|first| first.due);
+            if fresh_first.is_some_and(|due| due > far_ahead) {
+                // A far-future call's key leaves the FIFO for the heap (one look).
+                let far = queue.fresh.pop_front().expect("a front");
+                queue.heap.push(far);
+                continue;
+            }
+            let heap_first = queue.heap.peek().map(|first| first.due);
+            let from_fresh = match (fresh_first, heap_first) {
+                (Some(fresh), Some(heap)) => fresh <= heap,
+                (fresh, _) => fresh.is_some(),
+            };
+            let first = if from_fresh { fresh_first } else { heap_first };
+            if first.is_none_or(|due| due > trusted) {
                 break;
             }
-            let Due { key, .. } = queue.pop().expect("a first");
+            let Due { key, .. } = if from_fresh {
+                queue.fresh.pop_front()
+            } else {
+                queue.heap.pop()
+            }
+            .expect("a first");
             // The tick from which a key found live may be removed, by its state or tombstone.
             let idle_from = if let Some(log) = self.logs.get(&key) {
                 let idle_from = self.idle_from(log);
@@ -309,7 +338,7 @@ impl<K: Hash + Eq + Clone> Reference<K> {
             };
             let due = idle_from.saturating_add(self.lateness());
             let due = if due > trusted { due } else { again };
-            queue.push(Due { due, key });
+            queue.heap.push(Due { due, key });
         }
         self.queue = Some(queue);
     }
@@ -347,9 +376,11 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         if !idle.is_empty() {
             if let Some(queue) = &mut self.queue {
                 // The queue forgets the keys removed, unless a tombstone of theirs waits.
-                queue.retain(|entry| {
+                let tracked = |entry: &Due<K>| {
                     self.logs.contains_key(&entry.key) || self.tombstones.contains_key(&entry.key)
-                });
+                };
+                queue.fresh.retain(tracked);
+                queue.heap.retain(tracked);
             }
         }
         idle.len()
