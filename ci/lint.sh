@@ -18,7 +18,6 @@ fi
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit-redis --features tokio --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit-redis --features cluster --all-targets --locked -- -D warnings
-cargo clippy -p slidelimit-redis --features compare --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit-cli --features bench --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit-trace --all-features --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit --features tokio --all-targets --locked -- -D warnings

@@ -56,3 +56,8 @@ impl<T: Send> TableLock<T> for GlobalMutex<T> {
         f(&mut self.lock())
     }
 }
+
+/// The crate's README, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

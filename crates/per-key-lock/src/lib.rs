@@ -150,3 +150,8 @@ impl<W: Algorithm> GuardedEntry for KeyMutex<W> {
         slot.window.idle_from()
     }
 }
+
+/// The crate's README, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -41,3 +41,8 @@ impl<T: Send + Sync> TableLock<T> for GlobalRwLock<T> {
         f(&mut self.0.write().unwrap_or_else(PoisonError::into_inner))
     }
 }
+
+/// The crate's README, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -42,3 +42,8 @@ pub mod governor;
 pub mod read;
 pub mod rng;
 pub mod zipf;
+
+/// The crate's README, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

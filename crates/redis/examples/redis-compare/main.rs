@@ -7,7 +7,7 @@
 //! `results/redis/compare.md` and `compare.json`.
 //!
 //! ```text
-//! cargo run --release -p slidelimit-redis --features compare --bin redis-compare [-- --rounds 5 --duration 600ms]
+//! cargo run --release -p slidelimit-redis --example redis-compare [-- --rounds 5 --duration 600ms]
 //! ```
 //!
 //! `--duration` is the time per cell and round, in the grammar of every command and tool
@@ -470,7 +470,7 @@ fn write_results(
     let commit = command_output("git", &["rev-parse", "HEAD"]);
     let redis_version = command_output("redis-server", &["--version"]);
     let command = format!(
-        "cargo run --release -p slidelimit-redis --bin redis-compare -- {}",
+        "cargo run --release -p slidelimit-redis --example redis-compare -- {}",
         args[1..].join(" ")
     );
     let command = command.trim_end().trim_end_matches(" --").to_owned();

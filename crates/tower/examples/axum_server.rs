@@ -1,8 +1,8 @@
 //! An axum server limited per client IP: 10 requests per minute each, shared by its routes.
 //!
 //! ```text
-//! cargo run -p slidelimit-tower --example server            # port 3000
-//! cargo run -p slidelimit-tower --example server -- 8080    # or PORT=8080
+//! cargo run -p slidelimit-tower --example axum_server            # port 3000
+//! cargo run -p slidelimit-tower --example axum_server -- 8080    # or PORT=8080
 //! curl -i http://127.0.0.1:3000/hello/you
 //! ```
 //!
