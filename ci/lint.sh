@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 cargo fmt --all --check
+# Every relative link and anchor of the README, the guide and the crates' READMEs resolves.
+python3 ci/check-links.py
 bash ci/layers.sh
 
 # The command line must not build the benchmark harness: its feature `bench` adds the runner

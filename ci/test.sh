@@ -15,8 +15,12 @@ cargo test --workspace --locked
 cargo test -p slidelimit-cli --features bench --locked --test it -- bench
 # The core's waiting (feature `tokio`): its unit, integration (paused clock) and doc tests.
 cargo test -p slidelimit --features tokio --locked -- wait
+# ... and its doc tests, the guide's waiting page among them (docs/waiting.md).
+cargo test -p slidelimit --features tokio --locked --doc
 # The Redis crate's async limiter, behind its `tokio` feature.
 cargo test -p slidelimit-redis --features tokio --locked --test it -- asynchronous
+# ... and its doc tests, the guide's fleet page among them (docs/fleet.md).
+cargo test -p slidelimit-redis --features tokio --locked --doc
 # The async limiter over a real Redis Cluster (six nodes the tests start), feature `cluster`.
 cargo test -p slidelimit-redis --features cluster --locked --test it -- cluster
 # Feature `metrics`: exact counts under a recorder, for every variant of the core, the tower

@@ -136,7 +136,7 @@ impl Options {
     ///
     /// Default: no budget (`usize::MAX`). What a key costs depends on the limit (an exact
     /// log of `N` hits keeps `8·N` bytes), so no one budget fits every limiter; set one for
-    /// any limiter whose keys come from clients (the README's "Hostile traffic" has the
+    /// any limiter whose keys come from clients (docs/guarantees.md, "Hostile traffic", has the
     /// measured flood).
     #[must_use]
     pub const fn max_keys(mut self, keys: usize) -> Self {

@@ -161,3 +161,12 @@ pub use window::{Status, WeightError, WindowStatuses};
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
+
+/// The user guide (`docs/`), compiled and run as doc tests.
+#[cfg(doctest)]
+mod guide;
+
+/// The crate's README (its crates.io page), compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct CrateReadmeDoctests;

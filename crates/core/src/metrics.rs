@@ -33,7 +33,7 @@
 //!
 //! **Cost.** Off (the default), the limiter carries a zero-sized stand-in whose methods are
 //! empty: the hot path is the same machine code as without the feature. On, a decision adds
-//! one counter increment through its handle (see the README's "Metrics" section for the
+//! one counter increment through its handle (see docs/metrics.md, "Cost", for the
 //! measured instructions per call).
 
 #[cfg(feature = "metrics")]

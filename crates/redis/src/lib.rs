@@ -2,6 +2,9 @@
 //! processes and hosts, each decision one atomic server-side script, plus quota leasing that
 //! decides locally and still never over-admits.
 //!
+//! This example needs a Redis server at `127.0.0.1:6379`, so the doc tests compile it but do
+//! not run it (the crate's integration tests start a `redis-server` of their own).
+//!
 //! ```no_run
 //! use slidelimit::Limit;
 //! use slidelimit_redis::{FailurePolicy, LeasedLimiter, Options, RedisLimiter};
@@ -78,3 +81,12 @@ pub use failure::{FailurePolicy, Source, Verdict};
 pub use lease::{LeaseDecision, LeasedLimiter};
 pub use limiter::{Decision, Options, RedisLimiter};
 pub use time::{TimeSource, UnixMicros};
+
+/// The user guide (`docs/`), compiled and run as doc tests.
+#[cfg(doctest)]
+mod guide;
+
+/// The crate's README, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -3,6 +3,10 @@
 //! slidelimit limiter, and refused with `429 Too Many Requests`, `Retry-After` and the IETF
 //! `RateLimit` / `RateLimit-Policy` fields when the key's sliding window is full.
 //!
+//! An axum server limited per client IP. The doc tests compile it but do not run it, since it
+//! serves until stopped; [What clients see](#what-clients-see) has an example that runs, request
+//! by request, without a server.
+//!
 //! ```no_run
 //! use std::net::SocketAddr;
 //! use std::sync::Arc;
@@ -224,3 +228,12 @@ pub use key::{
 };
 pub use layer::{MissingKey, RateLimitLayer};
 pub use service::{RateLimit, ResponseFuture};
+
+/// The user guide (`docs/`), compiled and run as doc tests.
+#[cfg(doctest)]
+mod guide;
+
+/// The crate's README, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -364,7 +364,7 @@ fn cluster_load_migration_and_failover() {
     // `cluster-require-full-coverage yes` every node refuses every command (CLUSTERDOWN)
     // from the moment a primary is marked failed until its replica is promoted: no client
     // can keep the healthy shards answering then. A limiter's cluster should say no (see
-    // the README), and the failovers below hold the client to that. To measure the default
+    // docs/fleet.md, "Redis Cluster"), and the failovers below hold the client to that. To measure the default
     // instead: SLIDELIMIT_FULL_COVERAGE=yes (the healthy shards' calls are then reported,
     // not checked).
     let coverage = std::env::var("SLIDELIMIT_FULL_COVERAGE").unwrap_or_else(|_| "no".into());

@@ -16,8 +16,8 @@ const US: Duration = Duration::from_micros(1);
 /// A minute in the Redis limiters' microseconds.
 const MINUTE_US: u64 = 60_000_000;
 
-/// 100 per minute, written for the nanosecond ticks of `MonotonicClock` (the README's
-/// in-process example, reused as is).
+/// 100 per minute, written for the nanosecond ticks of `MonotonicClock` (docs/http.md's
+/// in-process layer example, reused as is).
 fn per_minute_in_nanoseconds() -> Limit {
     Limit::per_minute(100, NS).expect("valid limit")
 }

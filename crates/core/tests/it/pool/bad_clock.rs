@@ -60,7 +60,7 @@ impl<G: UseLedger> Taker for KeyPool<u32, G> {
 /// Through `take`, a first call at `u64::MAX - 5` is a use at that tick, and costs that one
 /// use: the pool grants the other 11, refuses the 12th as exhausted, and from then on grants
 /// 11 uses in every cooldown, for good (the far-future bucket is moved to the back of the
-/// ring each time it reaches the front, never released, and never in the way). The README's
+/// ring each time it reaches the front, never released, and never in the way). docs/key-pool.md's
 /// "Bad input" cites this test.
 #[test]
 fn through_take_one_far_future_now_costs_the_one_use_it_took() {
