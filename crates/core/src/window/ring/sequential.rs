@@ -5,15 +5,23 @@ use super::algorithm::{
 };
 use super::{capacity_of, limit_of, slot_is_live, RingCells, EMPTY};
 use crate::limit::Limit;
+use crate::window::by_use::WordsByUse;
 use crate::window::layers::SequentialLayer;
 use crate::window::state::Carried;
 use crate::window::state::WindowState;
 use crate::window::{never_sealed, Retired, SequentialWindow, Status};
 
+// The slots never written read zero in `WordsByUse`: they must read as empty.
+const _: () = assert!(EMPTY == 0, "an empty slot is zero");
+
 /// The exact log in plain integers, for use under a lock.
 #[derive(Clone, Debug)]
 pub struct SequentialRing {
-    pub(super) slots: Box<[u64]>,
+    /// The slot values, inline while one slot holds a value (see [`WordsByUse`]: most keys
+    /// under churn are hit once and never allocate their slots).
+    slots: WordsByUse,
+    /// How many slots the ring has: the limit's `max_requests`.
+    capacity: usize,
     window_ticks: u64,
     cursor: usize,
     pub(super) blocked_until: u64,
@@ -35,10 +43,8 @@ impl SequentialRing {
     #[inline]
     pub fn new(limit: Limit) -> Self {
         Self {
-            // EMPTY is zero, so a fill with it compiles to `calloc`, which glibc serves past
-            // its per-thread cache of freed blocks; hiding the value keeps it an allocation
-            // and a fill, and the churn's new keys reuse the blocks its sweeps free.
-            slots: std::iter::repeat_n(std::hint::black_box(EMPTY), capacity_of(limit)).collect(),
+            slots: WordsByUse::zeroed(),
+            capacity: capacity_of(limit),
             window_ticks: limit.window_ticks(),
             cursor: 0,
             blocked_until: 0,
@@ -54,93 +60,168 @@ impl SequentialRing {
     pub(super) fn from_slot_values(limit: Limit, values: Vec<u64>, carried: Carried) -> Self {
         debug_assert_eq!(values.len(), capacity_of(limit));
         let mut ring = Self::new(limit);
-        ring.slots = values.into_boxed_slice();
+        ring.slots = WordsByUse::from_values(values);
         ring.carried = carried;
         ring.recount_descents();
         ring
     }
 
+    /// Every slot's value, in slot order.
+    #[cfg(test)]
+    pub(super) fn slot_values(&self) -> Vec<u64> {
+        self.slots.to_vec(self.capacity)
+    }
+
     /// The index after `index`, around the ring.
     fn next(&self, index: usize) -> usize {
-        if index + 1 == self.slots.len() {
-            0
-        } else {
-            index + 1
-        }
+        next(self.capacity, index)
     }
 
-    /// Counts the pair `(index, next)` as a descent (`add`) or takes it back.
-    fn count_descent(&mut self, index: usize, next: usize, add: bool) {
-        if self.slots[index] > self.slots[next] {
-            if add {
-                self.descents += 1;
-                self.descent_index_sum += index;
-            } else {
-                self.descents -= 1;
-                self.descent_index_sum -= index;
-            }
-        }
-    }
-
-    /// Recounts every descent (after a re-sort).
+    /// Recounts every descent (after a re-sort or a restore).
     fn recount_descents(&mut self) {
-        (self.descents, self.descent_index_sum) = (0, 0);
-        if self.slots.len() > 1 {
-            for index in 0..self.slots.len() {
-                self.count_descent(index, self.next(index), true);
-            }
-        }
+        let capacity = self.capacity;
+        let counts = match self.slots.allocated_mut() {
+            Some(slots) => Descents::count(slots),
+            // Slot 0 alone may hold a value: the pair (0, 1) descends if it does (a ring of
+            // one slot has no pair of distinct neighbours).
+            None => Descents::of_first(self.slots.first_unallocated().unwrap_or(EMPTY), capacity),
+        };
+        (self.descents, self.descent_index_sum) = (counts.count, counts.index_sum);
     }
 
     /// The index before `index`, around the ring.
     fn previous(&self, index: usize) -> usize {
-        if index == 0 {
-            self.slots.len() - 1
-        } else {
-            index - 1
+        previous(self.capacity, index)
+    }
+}
+
+/// How many neighbours `(i, i + 1)` of a ring descend, and the sum of their `i` (see
+/// [`SequentialRing`]'s fields of those names).
+#[derive(Clone, Copy)]
+struct Descents {
+    count: usize,
+    index_sum: usize,
+}
+
+impl Descents {
+    /// Every descent of `slots`, around the ring.
+    fn count(slots: &[u64]) -> Self {
+        let mut counts = Self {
+            count: 0,
+            index_sum: 0,
+        };
+        if slots.len() > 1 {
+            for index in 0..slots.len() {
+                counts.pair(slots, index, next(slots.len(), index), true);
+            }
         }
+        counts
+    }
+
+    /// The descents of a ring of `capacity` slots whose slot 0 holds `first` and every other
+    /// is empty: the pair (0, 1) descends if `first` is a hit.
+    fn of_first(first: u64, capacity: usize) -> Self {
+        Self {
+            count: usize::from(capacity > 1 && first > EMPTY),
+            index_sum: 0,
+        }
+    }
+
+    /// Counts the pair `(index, next)` as a descent (`add`) or takes it back.
+    #[inline]
+    fn pair(&mut self, slots: &[u64], index: usize, next: usize, add: bool) {
+        if slots[index] > slots[next] {
+            if add {
+                self.count += 1;
+                self.index_sum += index;
+            } else {
+                self.count -= 1;
+                self.index_sum -= index;
+            }
+        }
+    }
+
+    /// Writes `new` in `slots[index]`, keeping the counts exact: a write changes the two
+    /// pairs the slot is part of.
+    #[inline]
+    fn write(&mut self, slots: &mut [u64], index: usize, new: u64) {
+        let len = slots.len();
+        if len == 1 {
+            // No pair of distinct neighbours: never a descent.
+            slots[index] = new;
+            return;
+        }
+        let (previous, next) = (previous(len, index), next(len, index));
+        if self.count == 1 && self.index_sum == previous && new >= slots[previous] {
+            // The in-order write: the newest value over the oldest (the slot after the only
+            // descent). The descent moves to this slot unless its successor equals `new`.
+            slots[index] = new;
+            if new > slots[next] {
+                self.index_sum = index;
+            } else {
+                (self.count, self.index_sum) = (0, 0);
+            }
+            return;
+        }
+        self.pair(slots, previous, index, false);
+        self.pair(slots, index, next, false);
+        slots[index] = new;
+        self.pair(slots, previous, index, true);
+        self.pair(slots, index, next, true);
+    }
+}
+
+/// The index after `index` in a ring of `len` slots.
+#[inline]
+fn next(len: usize, index: usize) -> usize {
+    if index + 1 == len {
+        0
+    } else {
+        index + 1
+    }
+}
+
+/// The index before `index` in a ring of `len` slots.
+#[inline]
+fn previous(len: usize, index: usize) -> usize {
+    if index == 0 {
+        len - 1
+    } else {
+        index - 1
     }
 }
 
 impl RingCells for SequentialRing {
     const SEALABLE: bool = false;
     fn capacity(&self) -> usize {
-        self.slots.len()
+        self.capacity
     }
     fn window_ticks(&self) -> u64 {
         self.window_ticks
     }
     fn slot(&self, index: usize) -> u64 {
-        self.slots[index]
+        self.slots.get(index)
     }
     fn replace_slot(&mut self, index: usize, current: u64, new: u64) -> Result<(), u64> {
-        debug_assert_eq!(self.slots[index], current);
+        debug_assert_eq!(self.slots.get(index), current);
         // Slot values only grow, but for the undo of a layered window's reservation (which
         // restores the value it replaced; the in-order shortcut below never applies to it:
         // it needs `new` at or above a value above `current`).
         debug_assert_ne!(new, current, "a write changes the slot");
-        if self.slots.len() == 1 {
-            // No pair of distinct neighbours: never a descent.
-            self.slots[index] = new;
-            return Ok(());
-        }
-        let (previous, next) = (self.previous(index), self.next(index));
-        if self.descents == 1 && self.descent_index_sum == previous && new >= self.slots[previous] {
-            // The in-order write: the newest value over the oldest (the slot after the only
-            // descent). The descent moves to this slot unless its successor equals `new`.
-            self.slots[index] = new;
-            if new > self.slots[next] {
-                self.descent_index_sum = index;
-            } else {
-                (self.descents, self.descent_index_sum) = (0, 0);
+        let mut counts = Descents {
+            count: self.descents,
+            index_sum: self.descent_index_sum,
+        };
+        match self.slots.allocated_mut() {
+            Some(slots) => counts.write(slots, index, new),
+            None if index == 0 => {
+                // A key's first hit: slot 0, inline (see `WordsByUse`).
+                self.slots.set_first_unallocated(new);
+                counts = Descents::of_first(new, self.capacity);
             }
-            return Ok(());
+            None => counts.write(self.slots.allocate(self.capacity), index, new),
         }
-        self.count_descent(previous, index, false);
-        self.count_descent(index, next, false);
-        self.slots[index] = new;
-        self.count_descent(previous, index, true);
-        self.count_descent(index, next, true);
+        (self.descents, self.descent_index_sum) = (counts.count, counts.index_sum);
         Ok(())
     }
     fn cursor(&self) -> usize {
@@ -176,7 +257,7 @@ impl RingCells for SequentialRing {
         self.displacement
     }
     fn resort(&mut self) -> bool {
-        self.slots.sort_unstable();
+        self.slots.allocate(self.capacity).sort_unstable();
         self.cursor = 0;
         self.displacement = 0;
         self.recount_descents();
@@ -208,23 +289,27 @@ impl SequentialWindow for SequentialRing {
         never_sealed(status(self, now))
     }
     fn limit(&self) -> Limit {
-        limit_of(self.slots.len(), self.window_ticks)
+        limit_of(self.capacity, self.window_ticks)
     }
     fn export(&self) -> WindowState {
-        WindowState::from_slot_values(self.slots.iter().copied(), self.carried, self.window_ticks)
+        WindowState::from_slot_values(
+            self.slots.to_vec(self.capacity),
+            self.carried,
+            self.window_ticks,
+        )
     }
     fn idle_from(&self) -> u64 {
         let newest = match self.known_order() {
             // Ascending from the oldest: the newest is just before it.
-            Some(oldest_at) => self.slots[self.previous(oldest_at)],
-            None => self.slots.iter().copied().max().unwrap_or(EMPTY),
+            Some(oldest_at) => self.slots.get(self.previous(oldest_at)),
+            None => self.slots.max(),
         };
         idle_from_newest(newest, self.window_ticks)
     }
     fn is_idle_by(&self, horizon: u64) -> bool {
         match self.known_order() {
             Some(oldest_at) => !slot_is_live(
-                self.slots[self.previous(oldest_at)],
+                self.slots.get(self.previous(oldest_at)),
                 self.window_ticks,
                 horizon,
             ),
