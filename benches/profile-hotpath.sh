@@ -50,6 +50,8 @@ for variant in lock-free lock-free-buckets mutex; do
 done
 rm -f "$out/valgrind.log"
 
+# The top 25 lines by awk, not head: head closes the pipe early, and under pipefail the
+# annotator's broken pipe ended the script after the third section.
 for variant in lock-free lock-free-buckets mutex; do
     for case in admit refuse; do
         {
@@ -62,7 +64,7 @@ for variant in lock-free lock-free-buckets mutex; do
                     count = $1; gsub(",", "", count); if (count / n < 1) next;
                     where = $NF; if (where ~ /^\[/) where = $(NF-1);
                     sub(/.*\/(src|library)\//, "", where);
-                    printf "%7.1f  %s\n", count / n, where }' | head -25
+                    printf "%7.1f  %s\n", count / n, where }' | awk 'NR <= 25'
             echo '```'
         } >> results/hotpath.md
     done

@@ -5,6 +5,7 @@
 //! the same code, so every limiter gives the same answers to a single-threaded trace.
 
 pub mod buckets;
+mod by_use;
 pub mod layers;
 pub mod ring;
 pub mod state;
