@@ -41,10 +41,6 @@ mod loom_u128 {
             *self.0.lock().expect("a loom model does not poison")
         }
 
-        pub(crate) fn store(&self, value: u128, _order: Ordering) {
-            *self.0.lock().expect("a loom model does not poison") = value;
-        }
-
         pub(crate) fn compare_exchange(
             &self,
             current: u128,
