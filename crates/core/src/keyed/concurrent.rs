@@ -6,7 +6,7 @@
 //! watermarks, the automatic sweep) is here, once.
 
 use std::borrow::Borrow;
-use std::hash::{BuildHasher, Hash};
+use std::hash::Hash;
 use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
@@ -436,6 +436,9 @@ where
             now,
             || self.held_keys(shard),
             |queue, _| {
+                // Written out here and in `after_creation` rather than in one helper: one
+                // closure type shared by both sites made the sweep step a call on every
+                // key-creating call (13 instructions more per churn call, callgrind).
                 let removed = self
                     .policy
                     .sweep_step(queue, now, |key, floor| self.look(key, floor));
@@ -460,12 +463,11 @@ where
             .unknown_key_watermark(self.removal_watermark(key), full, now)
     }
 
-    /// The keys of shard `shard`, for arming its queue, in [`super::arming_rank`] order.
+    /// The keys of shard `shard`, for arming its queue (which orders them).
     fn held_keys(&self, shard: usize) -> Vec<K> {
         let mut held = Vec::new();
         self.map
             .for_each_in_shard(shard, |key, _| held.push(key.clone()));
-        held.sort_by_cached_key(|key| self.policy.hasher.hash_one(key));
         held
     }
 

@@ -96,8 +96,17 @@ impl<K> DueQueue<K> {
     }
 
     /// Starts keeping the queue, with the keys the shard holds now, each due at `now`: their
-    /// creation times were not kept, so each gets a look by the next creating calls.
-    pub(crate) fn arm(&mut self, held: impl IntoIterator<Item = K>, now: u64) {
+    /// creation times were not kept, so each gets a look by the next creating calls. They are
+    /// queued in [`super::arming_rank`] order, so that every variant, whatever order its map
+    /// lists them in, looks at them alike. Once per shard: kept out of line, so the lock's
+    /// common path (a push and a sweep step) stays small enough to inline.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn arm(&mut self, mut held: Vec<K>, now: u64)
+    where
+        K: std::hash::Hash,
+    {
+        held.sort_by_cached_key(|key| super::arming_rank(key));
         self.armed = true;
         let due = now.min(MAX_TICK);
         self.due
@@ -276,7 +285,10 @@ impl<K> ShardBook<K> {
         now: u64,
         held: impl FnOnce() -> Vec<K>,
         f: impl FnOnce(&mut DueQueue<K>, bool) -> R,
-    ) -> R {
+    ) -> R
+    where
+        K: std::hash::Hash,
+    {
         let mut queue = self.lock();
         let arming = !queue.is_armed();
         if arming {

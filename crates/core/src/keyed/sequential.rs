@@ -4,7 +4,7 @@
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash};
+use std::hash::Hash;
 use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
@@ -210,9 +210,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
 
     /// Arms shard `shard`'s queue with the keys it holds, due at `now`.
     fn arm(&mut self, shard: usize, now: u64) {
-        let mut held: Vec<K> = self.shards[shard].keys().cloned().collect();
-        // The concurrent shape's order (see `super::arming_rank`).
-        held.sort_by_cached_key(|key| self.policy.hasher.hash_one(key));
+        let held: Vec<K> = self.shards[shard].keys().cloned().collect();
         self.books[shard].queue.arm(held, now);
     }
 

@@ -25,12 +25,10 @@ pub struct SequentialRing {
     window_ticks: u64,
     cursor: usize,
     pub(super) blocked_until: u64,
-    /// How many neighbours `(i, i + 1)`, around the ring, descend (`slots[i] > slots[i + 1]`),
-    /// and the sum of their `i`: kept exact on every write (a write changes two pairs), so
-    /// the ring knows whether it ascends around (at most one descent) and from where (the
-    /// slot after the only descent), in O(1). See `RingCells::known_order`.
-    descents: usize,
-    descent_index_sum: usize,
+    /// The descending neighbours around the ring, kept exact on every write, so the ring
+    /// knows whether it ascends around and from where, in O(1) (see [`Descents`] and
+    /// `RingCells::known_order`).
+    descents: Descents,
     /// Displacement counted since the last re-sort (see the parent module's docs).
     displacement: u64,
     /// Hits kept from before a lowered limit (see [`Carried`]).
@@ -49,8 +47,10 @@ impl SequentialRing {
             cursor: 0,
             blocked_until: 0,
             // All empty: no descent.
-            descents: 0,
-            descent_index_sum: 0,
+            descents: Descents {
+                count: 0,
+                index_sum: 0,
+            },
             displacement: 0,
             carried: Carried::NONE,
         }
@@ -80,13 +80,12 @@ impl SequentialRing {
     /// Recounts every descent (after a re-sort or a restore).
     fn recount_descents(&mut self) {
         let capacity = self.capacity;
-        let counts = match self.slots.allocated_mut() {
+        self.descents = match self.slots.allocated_mut() {
             Some(slots) => Descents::count(slots),
             // Slot 0 alone may hold a value: the pair (0, 1) descends if it does (a ring of
             // one slot has no pair of distinct neighbours).
             None => Descents::of_first(self.slots.first_unallocated().unwrap_or(EMPTY), capacity),
         };
-        (self.descents, self.descent_index_sum) = (counts.count, counts.index_sum);
     }
 
     /// The index before `index`, around the ring.
@@ -95,9 +94,10 @@ impl SequentialRing {
     }
 }
 
-/// How many neighbours `(i, i + 1)` of a ring descend, and the sum of their `i` (see
-/// [`SequentialRing`]'s fields of those names).
-#[derive(Clone, Copy)]
+/// How many neighbours `(i, i + 1)` of a ring, around it, descend (`slots[i] > slots[i + 1]`),
+/// and the sum of their `i`: a write changes two pairs, so both stay exact at O(1) a write.
+/// At most one descent means the ring ascends around, from the slot after it.
+#[derive(Clone, Copy, Debug)]
 struct Descents {
     count: usize,
     index_sum: usize,
@@ -208,20 +208,17 @@ impl RingCells for SequentialRing {
         // restores the value it replaced; the in-order shortcut below never applies to it:
         // it needs `new` at or above a value above `current`).
         debug_assert_ne!(new, current, "a write changes the slot");
-        let mut counts = Descents {
-            count: self.descents,
-            index_sum: self.descent_index_sum,
-        };
         match self.slots.allocated_mut() {
-            Some(slots) => counts.write(slots, index, new),
+            Some(slots) => self.descents.write(slots, index, new),
             None if index == 0 => {
                 // A key's first hit: slot 0, inline (see `WordsByUse`).
                 self.slots.set_first_unallocated(new);
-                counts = Descents::of_first(new, self.capacity);
+                self.descents = Descents::of_first(new, self.capacity);
             }
-            None => counts.write(self.slots.allocate(self.capacity), index, new),
+            None => self
+                .descents
+                .write(self.slots.allocate(self.capacity), index, new),
         }
-        (self.descents, self.descent_index_sum) = (counts.count, counts.index_sum);
         Ok(())
     }
     fn cursor(&self) -> usize {
@@ -244,11 +241,11 @@ impl RingCells for SequentialRing {
         Ok(())
     }
     fn known_order(&self) -> Option<usize> {
-        match self.descents {
+        match self.descents.count {
             // Every value equal: ascending from anywhere, so from where the probe starts.
             0 => Some(self.cursor),
             // Ascending from the slot after the only descent.
-            1 => Some(self.next(self.descent_index_sum)),
+            1 => Some(self.next(self.descents.index_sum)),
             _ => None,
         }
     }
