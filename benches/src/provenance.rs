@@ -61,6 +61,10 @@ pub fn cpu_model() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
+/// The environment variable that names the commit a carried binary was built from, for a run
+/// on a machine without the checkout (the 16-core runs in `results/scaling-16/`).
+pub const COMMIT_OVERRIDE: &str = "SLIDELIMIT_BENCH_COMMIT";
+
 fn git(root: &Path, args: &[&str]) -> Option<String> {
     let out = Command::new("git")
         .arg("-C")
@@ -75,8 +79,17 @@ fn git(root: &Path, args: &[&str]) -> Option<String> {
 
 /// `git rev-parse HEAD` of the checkout at `root`, with `+dirty` when a tracked file matched
 /// by `pathspec` differs from it (so a results file says whether it came from committed code).
+///
+/// A binary carried to another machine has no checkout there (its `root` is the path it was
+/// built at): [`COMMIT_OVERRIDE`] names the commit it was built from instead.
 #[must_use]
 pub fn git_commit(root: &Path, pathspec: &[&str]) -> String {
+    if let Some(commit) = std::env::var(COMMIT_OVERRIDE)
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+    {
+        return format!("{} (from {COMMIT_OVERRIDE})", commit.trim());
+    }
     let Some(head) = git(root, &["rev-parse", "HEAD"]) else {
         return "unknown (not a git checkout)".to_owned();
     };
