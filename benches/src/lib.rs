@@ -42,8 +42,11 @@ pub mod workload;
 pub use stats_alloc;
 
 /// Installs the counting global allocator (stats_alloc's wrapper around the system allocator)
-/// that the runner's heap-per-key figures read. Invoke it once, at the top level of the binary
-/// that calls [`runner::run_cli`]; it adds two atomic adds to every allocation of that binary.
+/// that the runner's heap-per-key figures read. The runner's memory children need it: the
+/// comparison's own `slidelimit-bench-memory` binary invokes it, and so may a binary that hosts
+/// the runner and wants to be its own child. It adds two `SeqCst` adds on process-wide words
+/// to every allocation and free of that binary, which is why the timed cells never run under
+/// it in the comparison (see [`runner::memory_program`]).
 ///
 /// ```no_run
 /// slidelimit_bench::counting_allocator!();

@@ -5,10 +5,13 @@
 //! mutex), written to `results/` as markdown, JSON and SVG.
 //!
 //! `cargo run --release -p slidelimit-bench` runs the default matrix (about three minutes on
-//! two cores); `--help` lists the flags. Any other binary can host the same run:
+//! two cores); `--help` lists the flags. Its memory figures come from children of a second
+//! binary, `slidelimit-bench-memory`, the only one with the counting allocator (see
+//! [`memory_program`]). Any other binary can host the same run; one that installs the counting
+//! allocator is its own memory child (its timed cells then pay the counter on every
+//! allocation):
 //!
 //! ```no_run
-//! // The heap-per-key figures need the counting allocator in the host binary.
 //! slidelimit_bench::counting_allocator!();
 //!
 //! fn main() -> std::process::ExitCode {
@@ -25,12 +28,14 @@
 //! ```
 //!
 //! # Host requirements
-//! - Install the counting global allocator with [`counting_allocator!`](crate::counting_allocator)
-//!   (stats_alloc's wrapper around the system allocator); without it a run that measures
-//!   memory stops with an error (`--skip-memory` runs anyway).
+//! - Either install the counting global allocator with
+//!   [`counting_allocator!`](crate::counting_allocator) (stats_alloc's wrapper around the
+//!   system allocator), or have `slidelimit-bench-memory` beside the host's executable (a
+//!   host started by `cargo run` gets it built); with neither, a run that measures memory
+//!   stops with an error (`--skip-memory` runs anyway).
 //! - Call [`child_entry`] with the process's command line before parsing any flags of the
-//!   host's own: memory is measured in fresh children started as
-//!   `current_exe() --memory-child ...` ([`CHILD_FLAG`]).
+//!   host's own: a counting host's memory children are `current_exe() --memory-child ...`
+//!   ([`CHILD_FLAG`]).
 
 mod args;
 mod machine;
@@ -58,7 +63,7 @@ use self::matrix::{Progress, WorkloadRun};
 use self::memory::MemoryRun;
 use self::results::{Config, PoolSetupInfo, Report, VariantInfo, WorkloadInfo};
 
-pub use self::memory::CHILD_FLAG;
+pub use self::memory::{memory_program, CHILD_FLAG, MEMORY_BIN};
 
 /// Serves a memory child's command line: when `argv[1]` is [`CHILD_FLAG`], measures what the
 /// rest asks, prints one JSON line and returns the exit status; otherwise returns `None` and
@@ -78,7 +83,7 @@ pub fn child_entry(argv: &[String]) -> Option<ExitCode> {
 ///
 /// # Errors
 /// Bad flags exit with status 2 (the message on stderr); a failed run (an unwritable output
-/// directory, a missing counting allocator) with status 1.
+/// directory, no program to measure memory with) with status 1.
 pub fn run_cli<I: IntoIterator<Item = String>>(argv: I) -> ExitCode {
     let argv: Vec<String> = argv.into_iter().collect();
     if let Some(code) = child_entry(&argv) {
@@ -124,11 +129,18 @@ pub fn run_cli<I: IntoIterator<Item = String>>(argv: I) -> ExitCode {
         eprintln!("error: unknown workload {bad:?} (see --list)");
         return ExitCode::from(2);
     }
-    if !args.skip_memory && !memory::counting_active() {
-        eprintln!("error: {}", memory::NOT_COUNTING);
-        return ExitCode::FAILURE;
-    }
-    match run(&args, &argv, all_workloads) {
+    let memory_program = if args.skip_memory {
+        None
+    } else {
+        match memory::memory_program() {
+            Ok(program) => Some(program),
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::FAILURE;
+            }
+        }
+    };
+    match run(&args, &argv, all_workloads, memory_program.as_deref()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
@@ -137,7 +149,12 @@ pub fn run_cli<I: IntoIterator<Item = String>>(argv: I) -> ExitCode {
     }
 }
 
-fn run(args: &Args, argv: &[String], all_workloads: Vec<Workload>) -> Result<(), String> {
+fn run(
+    args: &Args,
+    argv: &[String],
+    all_workloads: Vec<Workload>,
+    memory_program: Option<&Path>,
+) -> Result<(), String> {
     let started = Instant::now();
     let timer = quanta::Clock::new();
     let machine = Machine::probe(argv, &timer);
@@ -167,17 +184,16 @@ fn run(args: &Args, argv: &[String], all_workloads: Vec<Workload>) -> Result<(),
 
     // Memory first: single-threaded and short. Keys are created under uniform-allowed's limit.
     let (mut memory_rows, mut rotation_rows, mut zipf_rows) = (Vec::new(), Vec::new(), Vec::new());
-    if !args.skip_memory {
-        let zipf_workload = workloads.iter().find(|w| w.name == "zipf");
-        let zipf_stream = zipf_workload.map(Workload::stream);
+    if let Some(program) = memory_program {
         progress.note(
-            "memory: heap and resident bytes per key, key rotation (a child process each), \
-             Zipf idle-key removal …",
+            "memory: heap and resident bytes per key, key rotation, Zipf idle-key removal \
+             (a child process each) …",
         );
         let mut run = MemoryRun {
             args,
+            program,
             per_key_limits: &memory::PER_KEY_LIMITS,
-            zipf: zipf_workload.zip(zipf_stream.as_ref()),
+            zipf: workloads.iter().find(|w| w.name == "zipf"),
             progress: &progress,
             rows: Vec::new(),
             rotation_rows: Vec::new(),

@@ -5,20 +5,28 @@
 //!
 //! The counter is `stats_alloc`'s wrapper around the system allocator (the workspace forbids
 //! `unsafe`, so the runner cannot implement `GlobalAlloc` itself). It counts requested bytes
-//! (allocator headers and rounding are not included) and adds two atomic adds to every
-//! allocation in the whole run, timed cells included; only allocating paths pay them (new
-//! keys, the seed's deques), the steady hot path of every variant allocates nothing. Memory
-//! the map or its reclamation scheme has retired but not yet freed (papaya's old tables,
-//! seize's deferred entries) is still allocated, so it is counted.
+//! (allocator headers and rounding are not included). Memory the map or its reclamation
+//! scheme has retired but not yet freed (papaya's old tables, seize's deferred entries) is
+//! still allocated, so it is counted.
 //!
 //! Resident memory is `VmRSS` from `/proc/self/status`: what the heap costs once the
 //! allocator's headers, rounding, fragmentation and freed-but-kept pages are added. A process
 //! that measured other variants first would start with a heap full of their freed pages, so
-//! each (variant, limit) and each rotation runs in a fresh child: the runner re-executes its
-//! own binary with a hidden `--memory-child` flag, and the child prints its figures as one
-//! JSON line. A program hosting the runner calls [`super::child_entry`] before anything else,
-//! so that the same re-execution works from any binary.
+//! each measurement (a variant at a limit, a rotation, a Zipf removal) runs in a fresh child,
+//! started with the hidden `--memory-child` flag; it prints its figures as one JSON line.
+//!
+//! # Which program the children are
+//! The counter adds two `SeqCst` adds on limiter-wide words to every allocation and every
+//! free. In a timed cell that creates and removes keys on many threads those words are the
+//! most contended lines in the process: on 16 cores they took half the lock-free limiter's
+//! churn time (`results/scaling-16/`), and every variant that allocates per key stopped
+//! scaling at a few threads because of the harness, not because of itself. So the comparison
+//! binary (`slidelimit-bench`) installs no counter, and its children are a second binary,
+//! `slidelimit-bench-memory`, which does: see [`memory_program`]. A host that installs the
+//! counter itself (the `slidelimit` CLI) is its own child, as before, and its timed cells pay
+//! the counter.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
@@ -26,7 +34,7 @@ use crate::clock::BenchClock;
 use crate::drive;
 use crate::target::Target;
 use crate::variants::{self, Context, Family, Meta, Visitor};
-use crate::workload::{self, KeyStream, Mix, Workload};
+use crate::workload::{self, Mix, Workload};
 use serde::{Deserialize, Serialize};
 use slidelimit_trace::rng::mix64;
 use stats_alloc::INSTRUMENTED_SYSTEM;
@@ -55,10 +63,60 @@ pub fn counting_active() -> bool {
     INSTRUMENTED_SYSTEM.stats().allocations > before
 }
 
-/// The error a run or a child gives when the host forgot the counting allocator.
+/// The error a child gives when its program has no counting allocator.
 pub const NOT_COUNTING: &str = "the memory measurements need the counting global allocator: \
-     the host binary must invoke `slidelimit_bench::counting_allocator!()` (or pass \
+     the program must invoke `slidelimit_bench::counting_allocator!()` (or the run passes \
      --skip-memory)";
+
+/// The memory children's own binary, beside the comparison runner's (see the module docs).
+pub const MEMORY_BIN: &str = "slidelimit-bench-memory";
+
+/// The program the memory children run: this one, if it counts allocations; otherwise
+/// [`MEMORY_BIN`] beside it, built first when this run was started by `cargo run` (cargo
+/// builds only the binary it runs), so that the children are never older than the runner.
+///
+/// # Errors
+/// No counting allocator here and no [`MEMORY_BIN`] beside this program.
+pub fn memory_program() -> Result<PathBuf, String> {
+    let this = std::env::current_exe().map_err(|e| format!("cannot find the runner: {e}"))?;
+    if counting_active() {
+        return Ok(this);
+    }
+    let sibling = this.with_file_name(format!("{MEMORY_BIN}{}", std::env::consts::EXE_SUFFIX));
+    // `cargo run` passes its own path in CARGO: build the sibling with the same profile into
+    // the same target directory (the environment carries CARGO_TARGET_DIR, if set).
+    if let Some(cargo) = std::env::var_os("CARGO") {
+        let profile = match env!("SLIDELIMIT_BENCH_PROFILE") {
+            "debug" => "dev",
+            other => other,
+        };
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "--quiet",
+                "--profile",
+                profile,
+                "--bin",
+                MEMORY_BIN,
+            ])
+            .arg("--manifest-path")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+            .status()
+            .map_err(|e| format!("cannot run cargo to build {MEMORY_BIN}: {e}"))?;
+        if !status.success() {
+            return Err(format!("cargo could not build {MEMORY_BIN} ({status})"));
+        }
+    }
+    if sibling.is_file() {
+        Ok(sibling)
+    } else {
+        Err(format!(
+            "no {MEMORY_BIN} beside this program ({}): build it with `cargo build --release -p \
+             slidelimit-bench --bins`, or pass --skip-memory",
+            sibling.display()
+        ))
+    }
+}
 
 /// This process's resident memory (`VmRSS`), bytes; None where `/proc` does not say.
 fn resident_bytes() -> Option<i64> {
@@ -99,15 +157,17 @@ const ROTATION_PROBE_EVERY: usize = 64;
 /// The hidden flag that makes the runner a memory child.
 pub const CHILD_FLAG: &str = "--memory-child";
 
-/// Measures every selected variant (the floor excepted): bytes per key in a child per limit,
-/// the rotation in a child per variant (ours only), and the Zipf removal in this process.
+/// Measures every selected variant (the floor excepted), each in a child of `program`: bytes
+/// per key per limit, the rotation (ours only) and the Zipf removal.
 pub struct MemoryRun<'a> {
     /// The run's flags.
     pub args: &'a Args,
+    /// The children's program ([`memory_program`]).
+    pub program: &'a Path,
     /// The limits the per-key keys are created under (uniform-allowed's window and keys).
     pub per_key_limits: &'a [u64],
-    /// The Zipf workload and its stream, if selected.
-    pub zipf: Option<(&'a Workload, &'a KeyStream)>,
+    /// The Zipf workload, if selected.
+    pub zipf: Option<&'a Workload>,
     /// Progress display.
     pub progress: &'a Progress,
     /// Bytes per key.
@@ -119,7 +179,7 @@ pub struct MemoryRun<'a> {
 }
 
 impl Visitor for MemoryRun<'_> {
-    fn visit<T: Target + 'static>(&mut self, meta: &Meta, make: &dyn Fn(&Context<'_>) -> T) {
+    fn visit<T: Target + 'static>(&mut self, meta: &Meta, _make: &dyn Fn(&Context<'_>) -> T) {
         if !selected(self.args, meta) || meta.family == Family::Floor {
             return;
         }
@@ -130,7 +190,8 @@ impl Visitor for MemoryRun<'_> {
             if !(meta.supports)(&workload) {
                 continue;
             }
-            match spawn_child::<PerKeyChild>(&["per-key", meta.name, &n.to_string()]) {
+            match spawn_child::<PerKeyChild>(self.program, &["per-key", meta.name, &n.to_string()])
+            {
                 Ok(child) => {
                     let row = child.row(meta, &workload);
                     self.progress.note(&format!(
@@ -151,7 +212,7 @@ impl Visitor for MemoryRun<'_> {
             }
         }
         if meta.family == Family::Ours {
-            match spawn_child::<RotationChild>(&["rotation", meta.name]) {
+            match spawn_child::<RotationChild>(self.program, &["rotation", meta.name]) {
                 Ok(child) => {
                     let row = child.row(meta);
                     self.progress.note(&format!(
@@ -171,10 +232,11 @@ impl Visitor for MemoryRun<'_> {
                     .note(&format!("memory · {} · rotation: {e}", meta.name)),
             }
         }
-        if let Some((zipf, stream)) = self.zipf {
-            if (meta.supports)(zipf) {
-                let row = zipf_removal(meta, zipf, stream, make);
-                self.progress.note(&format!(
+        if self.zipf.is_some_and(|zipf| (meta.supports)(zipf)) {
+            match spawn_child::<ZipfChild>(self.program, &["zipf", meta.name]) {
+                Ok(child) => {
+                    let row = child.row(meta);
+                    self.progress.note(&format!(
                     "memory · {} · zipf: {} keys / {} before remove_idle, {} keys / {} after ({:.1} ms)",
                     meta.name,
                     opt(row.tracked_before),
@@ -183,7 +245,11 @@ impl Visitor for MemoryRun<'_> {
                     super::report::human_bytes(row.bytes_after),
                     row.remove_ms
                 ));
-                self.zipf_rows.push(row);
+                    self.zipf_rows.push(row);
+                }
+                Err(e) => self
+                    .progress
+                    .note(&format!("memory · {} · zipf: {e}", meta.name)),
             }
         }
     }
@@ -213,9 +279,8 @@ fn rotation_workload() -> Result<Workload, String> {
 }
 
 /// Runs this binary as a memory child with `what` and parses the JSON line it prints.
-fn spawn_child<R: for<'de> Deserialize<'de>>(what: &[&str]) -> Result<R, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the runner: {e}"))?;
-    let out = Command::new(exe)
+fn spawn_child<R: for<'de> Deserialize<'de>>(program: &Path, what: &[&str]) -> Result<R, String> {
+    let out = Command::new(program)
         .arg(CHILD_FLAG)
         .args(what)
         .output()
@@ -273,8 +338,22 @@ pub fn child_main(argv: &[String]) -> ExitCode {
             variants::for_each(&mut child);
             child.out.ok_or_else(|| format!("no variant {variant:?}"))
         }),
+        [kind, variant] if kind == "zipf" => workload::all()
+            .into_iter()
+            .find(|w| w.name == "zipf")
+            .ok_or_else(|| "no zipf workload".to_owned())
+            .and_then(|workload| {
+                let mut child = ZipfVisit {
+                    variant,
+                    workload: &workload,
+                    out: None,
+                };
+                variants::for_each(&mut child);
+                child.out.ok_or_else(|| format!("no variant {variant:?}"))
+            }),
         _ => Err(format!(
-            "usage: {CHILD_FLAG} per-key VARIANT N [KEYS] | {CHILD_FLAG} rotation VARIANT"
+            "usage: {CHILD_FLAG} per-key VARIANT N [KEYS] | {CHILD_FLAG} rotation VARIANT | \
+             {CHILD_FLAG} zipf VARIANT"
         )),
     };
     match result {
@@ -315,6 +394,21 @@ impl Visitor for RotationVisit<'_> {
     fn visit<T: Target + 'static>(&mut self, meta: &Meta, make: &dyn Fn(&Context<'_>) -> T) {
         if meta.name == self.variant {
             let child = rotation(self.workload, make);
+            self.out = serde_json::to_string(&child).ok();
+        }
+    }
+}
+
+struct ZipfVisit<'a> {
+    variant: &'a str,
+    workload: &'a Workload,
+    out: Option<String>,
+}
+
+impl Visitor for ZipfVisit<'_> {
+    fn visit<T: Target + 'static>(&mut self, meta: &Meta, make: &dyn Fn(&Context<'_>) -> T) {
+        if meta.name == self.variant && (meta.supports)(self.workload) {
+            let child = zipf_removal(self.workload, make);
             self.out = serde_json::to_string(&child).ok();
         }
     }
@@ -475,19 +569,43 @@ fn rotation<T: Target>(workload: &Workload, make: &dyn Fn(&Context<'_>) -> T) ->
     }
 }
 
-fn zipf_removal<T: Target>(
-    meta: &Meta,
-    workload: &Workload,
-    stream: &KeyStream,
-    make: &dyn Fn(&Context<'_>) -> T,
-) -> ZipfMemoryRow {
+/// What a Zipf-removal child measured.
+#[derive(Debug, Serialize, Deserialize)]
+struct ZipfChild {
+    tracked_before: Option<usize>,
+    bytes_before: i64,
+    removed: Option<usize>,
+    tracked_after: Option<usize>,
+    bytes_after: i64,
+    remove_ms: f64,
+}
+
+impl ZipfChild {
+    fn row(&self, meta: &Meta) -> ZipfMemoryRow {
+        ZipfMemoryRow {
+            variant: meta.name,
+            ops: ZIPF_OPS,
+            tracked_before: self.tracked_before,
+            bytes_before: self.bytes_before,
+            removed: self.removed,
+            tracked_after: self.tracked_after,
+            bytes_after: self.bytes_after,
+            remove_ms: self.remove_ms,
+        }
+    }
+}
+
+/// [`ZIPF_OPS`] calls of the Zipf stream on one thread, then `remove_idle`: heap and tracked
+/// keys before and after.
+fn zipf_removal<T: Target>(workload: &Workload, make: &dyn Fn(&Context<'_>) -> T) -> ZipfChild {
+    let stream = workload.stream();
     let clock = BenchClock::fake();
     let base = live_bytes();
     let target = make(&Context {
         workload,
         clock: &clock,
     });
-    let _ = drive::run_inline(&target, Mix::CheckAndHit, stream, &clock, 0, ZIPF_OPS);
+    let _ = drive::run_inline(&target, Mix::CheckAndHit, &stream, &clock, 0, ZIPF_OPS);
     let bytes_before = live_bytes() - base;
     let tracked_before = target.tracked_keys();
     let started = Instant::now();
@@ -496,9 +614,7 @@ fn zipf_removal<T: Target>(
     let bytes_after = live_bytes() - base;
     let tracked_after = target.tracked_keys();
     drop(target);
-    ZipfMemoryRow {
-        variant: meta.name,
-        ops: ZIPF_OPS,
+    ZipfChild {
         tracked_before,
         bytes_before,
         removed,

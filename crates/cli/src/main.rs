@@ -29,8 +29,11 @@ use clap::{CommandFactory as _, Parser as _};
 use crate::cli::{Cli, Command};
 use crate::outcome::{Done, Failure};
 
-// The runner's heap-per-key figures read this allocator (two atomic adds per allocation);
-// only a build with the runner pays for it.
+// The runner's heap-per-key figures read this allocator, so an installed CLI is its own memory
+// child and needs no second binary. Its price: two SeqCst adds on process-wide words per
+// allocation and free, which `slidelimit bench`'s multi-thread churn and Zipf cells pay (the
+// comparison binary, `cargo run -p slidelimit-bench`, keeps the counter out of its timed
+// cells); only a build with the runner pays it.
 #[cfg(feature = "bench")]
 slidelimit_bench::counting_allocator!();
 
