@@ -206,6 +206,14 @@ std::thread_local! {
     static UNSETTLED_REMOVALS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+/// A sweep step between its halves: the floor its looks judge by, and the time it trusted
+/// when it took its keys (see [`KeyPolicy::take_due`]).
+#[derive(Clone, Copy)]
+struct SweepStep {
+    floor: u64,
+    trusted: u64,
+}
+
 /// Counts `removed` keys toward the next [`settle_allocator`] call on this thread.
 fn settle_after(removed: usize) {
     let due = UNSETTLED_REMOVALS.with(|unsettled| {
@@ -524,23 +532,56 @@ impl<W: Algorithm> KeyPolicy<W> {
     }
 
     /// One step of the automatic sweep, by a call at `now` that created a key in a shard
-    /// whose queue is `queue`: raises the floor by the observed clock, then looks at the keys due by it (see [`schedule::DueQueue::service`]).
-    /// `look` removes a key if its state is fresh by the floor it is given (never leaving a
-    /// tombstone: only `remove_idle`, which removes by `now`, leaves them) and says what it
-    /// found. Returns the keys removed.
+    /// whose queue is `queue` and holds it throughout: [`Self::take_due`], the looks
+    /// ([`Self::look_at`]), then the keys found live back in the queue. Returns the keys
+    /// removed.
     fn sweep_step<K>(
         &self,
         queue: &mut schedule::DueQueue<K>,
         now: u64,
-        mut look: impl FnMut(&K, u64) -> schedule::Look,
+        look: impl FnMut(&K, u64) -> schedule::Look,
     ) -> usize {
+        let mut taken = schedule::TakenKeys::new();
+        let step = self.take_due(queue, now, &mut taken);
+        let removed = self.look_at(&mut taken, step, look);
+        queue.put_back(
+            &mut taken,
+            step.trusted,
+            self.lateness_ticks,
+            self.recheck_ticks,
+        );
+        removed
+    }
+
+    /// The first half of a sweep step at `now` (see [`schedule::DueQueue::take_due`]): raises
+    /// the floor by the observed clock, then takes the keys due by it from `queue` into
+    /// `taken`. A caller that shares the queue does this under its lock and the looks after
+    /// releasing it.
+    fn take_due<K>(
+        &self,
+        queue: &mut schedule::DueQueue<K>,
+        now: u64,
+        taken: &mut schedule::TakenKeys<K>,
+    ) -> SweepStep {
         let floor = self
             .floor
             .raise_for_sweep(now, self.observed.time(), self.lateness_ticks);
         let trusted = floor.saturating_add(self.lateness_ticks);
-        let removed = queue.service(trusted, self.lateness_ticks, self.recheck_ticks, |key| {
-            look(key, floor)
-        });
+        queue.take_due(trusted, self.recheck_ticks, taken);
+        SweepStep { floor, trusted }
+    }
+
+    /// The looks of a sweep step: `look` removes a key if its state is fresh by the floor it
+    /// is given (never leaving a tombstone: only `remove_idle`, which removes by `now`, leaves
+    /// them) and says what it found. Returns the keys removed; those found live stay in
+    /// `taken`, to go back to the queue.
+    fn look_at<K>(
+        &self,
+        taken: &mut schedule::TakenKeys<K>,
+        step: SweepStep,
+        mut look: impl FnMut(&K, u64) -> schedule::Look,
+    ) -> usize {
+        let removed = taken.look(|key| look(key, step.floor));
         if removed > 0 {
             self.metrics.swept(removed);
             settle_after(removed);

@@ -11,8 +11,10 @@ use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
 use super::map::KeyMap;
-use super::schedule::{Look, ShardBook};
-use super::{fits_limit, EntryWatermark, KeyPolicy, Options, SweepBounds, WEIGHT_ONE_FITS};
+use super::schedule::{Look, ShardBook, TakenKeys};
+use super::{
+    fits_limit, EntryWatermark, KeyPolicy, Options, SweepBounds, SweepStep, WEIGHT_ONE_FITS,
+};
 use crate::limit::Limit;
 use crate::limiter::RateLimiter;
 use crate::snapshot::{group_usage, saved_key, Conversion, Restored, Snapshot, SnapshotError};
@@ -395,20 +397,38 @@ where
         if !created.armed && !self.policy.shard_sweeps(created.keys) {
             return;
         }
-        book.with_queue(
+        let mut taken = TakenKeys::new();
+        let step = book.with_queue(
             now,
             || self.held_keys(shard),
             |queue, arming| {
                 if !arming {
                     queue.push(key.to_owned(), now, self.policy.recheck_ticks);
                 }
-                if self.policy.shard_sweeps(book.keys()) {
-                    let removed = self
-                        .policy
-                        .sweep_step(queue, now, |key, floor| self.look(key, floor));
-                    book.removed(removed);
-                }
+                self.policy
+                    .shard_sweeps(book.keys())
+                    .then(|| self.policy.take_due(queue, now, &mut taken))
             },
+        );
+        if let Some(step) = step {
+            self.finish_sweep_step(book, &mut taken, step);
+        }
+    }
+
+    /// The rest of a sweep step whose keys were taken under `book`'s lock: the looks, with the
+    /// lock released (a look unlinks and retires entries, and may free a reclamation batch:
+    /// no other creator of the shard waits on that), then the keys found live back in the
+    /// queue under the lock again.
+    fn finish_sweep_step(&self, book: &ShardBook<K>, taken: &mut TakenKeys<K>, step: SweepStep) {
+        let removed = self
+            .policy
+            .look_at(taken, step, |key, floor| self.look(key, floor));
+        book.removed(removed);
+        book.put_back(
+            taken,
+            step.trusted,
+            self.policy.lateness_ticks,
+            self.policy.recheck_ticks,
         );
     }
 
@@ -432,19 +452,13 @@ where
         if !self.policy.shard_full(book.keys()) {
             return false;
         }
-        book.with_queue(
+        let mut taken = TakenKeys::new();
+        let step = book.with_queue(
             now,
             || self.held_keys(shard),
-            |queue, _| {
-                // Written out here and in `after_creation` rather than in one helper: one
-                // closure type shared by both sites made the sweep step a call on every
-                // key-creating call (13 instructions more per churn call, callgrind).
-                let removed = self
-                    .policy
-                    .sweep_step(queue, now, |key, floor| self.look(key, floor));
-                book.removed(removed);
-            },
+            |queue, _| self.policy.take_due(queue, now, &mut taken),
         );
+        self.finish_sweep_step(book, &mut taken, step);
         self.policy.shard_full(book.keys())
     }
 

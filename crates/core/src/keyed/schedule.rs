@@ -121,24 +121,21 @@ impl<K> DueQueue<K> {
         }
     }
 
-    /// Looks at the keys due by `trusted` (the time the sweep trusts: the removal floor plus
-    /// the lateness tolerance `lateness_ticks`), the earlier of the two fronts first, at most
-    /// [`LOOKS_PER_CREATION`] of them; `look` says what it found. A key found live goes to the
-    /// heap, due again when the floor may reach the tick it is fresh from (or, if the look
-    /// could not tell, half a `recheck_ticks` later). A new key due more than two
-    /// `recheck_ticks` after `trusted` moves to the heap, and counts as a look. Returns how
-    /// many it removed.
-    pub(crate) fn service(
-        &mut self,
-        trusted: u64,
-        lateness_ticks: u64,
-        recheck_ticks: u64,
-        mut look: impl FnMut(&K) -> Look,
-    ) -> usize {
+    /// Takes the keys due by `trusted` (the time the sweep trusts: the removal floor plus the
+    /// lateness tolerance), the earlier of the two fronts first, at most
+    /// [`LOOKS_PER_CREATION`] of them, for a look each. A new key due more than two
+    /// `recheck_ticks` after `trusted` moves to the heap instead, and counts as a look.
+    ///
+    /// The looks happen after the taking, and the keys found live go back by [`Self::put_back`]
+    /// after every look: a caller that shares the queue does both outside its lock, so that
+    /// no other creator of the shard waits on a look (an unlink, a retirement, the frees a
+    /// reclamation batch brings). What is taken does not depend on what the looks find (a key
+    /// put back is due after `trusted`), and every limiter, locked or not, takes, looks and
+    /// puts back in this order, so on one thread they all look at the same keys.
+    pub(crate) fn take_due(&mut self, trusted: u64, recheck_ticks: u64, taken: &mut TakenKeys<K>) {
         let trusted = trusted.min(MAX_TICK);
-        let again = trusted.saturating_add(recheck_ticks / 2);
         let far_ahead = trusted.saturating_add(recheck_ticks.saturating_mul(2));
-        let mut removed = 0;
+        debug_assert_eq!(taken.count, 0, "a step's keys are taken once");
         for _ in 0..LOOKS_PER_CREATION {
             let fresh_first = self.fresh.front().map(|first| first.due);
             if fresh_first.is_some_and(|due| due > far_ahead) {
@@ -158,25 +155,40 @@ impl<K> DueQueue<K> {
             if first.is_none_or(|due| due > trusted) {
                 break;
             }
-            let taken = if from_fresh {
+            let taken_key = if from_fresh {
                 self.fresh.pop_front()
             } else {
                 self.due.pop()
             };
-            let Some(Due { key, .. }) = taken else {
+            let Some(Due { key, .. }) = taken_key else {
                 break;
             };
-            match look(&key) {
-                Look::Removed => removed += 1,
-                Look::Gone => {}
-                Look::Live { idle_from } => {
-                    let due = idle_from.saturating_add(lateness_ticks);
-                    let due = if due > trusted { due } else { again };
-                    self.due.push(Due { due, key });
-                }
+            // `count` < LOOKS_PER_CREATION: at most one key per turn of the loop.
+            taken.keys[taken.count] = Some(key);
+            taken.count += 1;
+        }
+    }
+
+    /// Puts back the keys of `taken` that their looks found live (see [`TakenKeys::found`]),
+    /// each due when the floor may reach the tick it is fresh from, or, if the look could not
+    /// tell, half a `recheck_ticks` after `trusted`.
+    pub(crate) fn put_back(
+        &mut self,
+        taken: &mut TakenKeys<K>,
+        trusted: u64,
+        lateness_ticks: u64,
+        recheck_ticks: u64,
+    ) {
+        let trusted = trusted.min(MAX_TICK);
+        let again = trusted.saturating_add(recheck_ticks / 2);
+        let count = std::mem::take(&mut taken.count);
+        for (slot, idle_from) in taken.keys[..count].iter_mut().zip(taken.idle_from) {
+            if let Some(key) = slot.take() {
+                let due = idle_from.saturating_add(lateness_ticks);
+                let due = if due > trusted { due } else { again };
+                self.due.push(Due { due, key });
             }
         }
-        removed
     }
 
     /// Forgets the queued keys that `tracked` says are no longer tracked (after
@@ -184,6 +196,53 @@ impl<K> DueQueue<K> {
     pub(crate) fn retain_tracked(&mut self, mut tracked: impl FnMut(&K) -> bool) {
         self.fresh.retain(|entry| tracked(&entry.key));
         self.due.retain(|entry| tracked(&entry.key));
+    }
+}
+
+/// The keys one sweep step took from its queue ([`DueQueue::take_due`]), in the order it took
+/// them, with what each look found: on the caller's stack (a step allocates nothing), filled
+/// and emptied in place.
+pub(crate) struct TakenKeys<K> {
+    /// `..count`: taken, and not found removed or gone.
+    keys: [Option<K>; LOOKS_PER_CREATION],
+    /// For a key found live: the tick its state is fresh from, as far as its look could tell.
+    idle_from: [u64; LOOKS_PER_CREATION],
+    count: usize,
+}
+
+impl<K> TakenKeys<K> {
+    pub(crate) fn new() -> Self {
+        Self {
+            keys: [const { None }; LOOKS_PER_CREATION],
+            idle_from: [0; LOOKS_PER_CREATION],
+            count: 0,
+        }
+    }
+
+    /// Looks at every key taken, in order; `look` says what it found. Returns how many it
+    /// removed.
+    pub(crate) fn look(&mut self, mut look: impl FnMut(&K) -> Look) -> usize {
+        let mut removed = 0;
+        let count = self.count;
+        for (slot, idle_from) in self.keys[..count].iter_mut().zip(&mut self.idle_from) {
+            let Some(key) = slot else {
+                continue;
+            };
+            match look(key) {
+                Look::Removed => {
+                    removed += 1;
+                    *slot = None;
+                }
+                Look::Gone => *slot = None,
+                Look::Live { idle_from: from } => *idle_from = from,
+            }
+        }
+        removed
+    }
+
+    /// Whether a look found a key live (it must go back to the queue).
+    pub(crate) fn found(&self) -> bool {
+        self.keys[..self.count].iter().any(Option::is_some)
     }
 }
 
@@ -208,8 +267,9 @@ pub(crate) struct ShardBook<K> {
     /// clock's sampling, see `KeyPolicy::refused_by_budget`).
     refused: AtomicUsize,
     /// Locked only by calls that create or remove keys of an armed shard (or of one at its
-    /// floor), for a push and at most [`LOOKS_PER_CREATION`] looks; lookups and decisions
-    /// never take it.
+    /// floor), for a push and the taking of at most [`LOOKS_PER_CREATION`] due keys, and
+    /// again to put back any that their looks, made outside it, found live; lookups and
+    /// decisions never take it.
     queue: Mutex<DueQueue<K>>,
 }
 
@@ -297,6 +357,21 @@ impl<K> ShardBook<K> {
             queue.arm(held(), now);
         }
         f(&mut queue, arming)
+    }
+
+    /// Puts back under the lock the keys of `taken` found live (see [`DueQueue::put_back`]);
+    /// takes no lock if none was.
+    pub(crate) fn put_back(
+        &self,
+        taken: &mut TakenKeys<K>,
+        trusted: u64,
+        lateness_ticks: u64,
+        recheck_ticks: u64,
+    ) {
+        if taken.found() {
+            self.lock()
+                .put_back(taken, trusted, lateness_ticks, recheck_ticks);
+        }
     }
 
     /// Forgets the queued keys that `tracked` says are gone (see
