@@ -79,6 +79,9 @@ pub(crate) struct DueQueue<K> {
     fresh: VecDeque<Due<K>>,
     due: BinaryHeap<Due<K>>,
     armed: bool,
+    /// [`Self::service`]'s keys found live during a step, kept until the step's takes are
+    /// done; empty between steps, its capacity kept (at most [`LOOKS_PER_CREATION`]).
+    live: Vec<(K, u64)>,
 }
 
 impl<K> DueQueue<K> {
@@ -87,6 +90,7 @@ impl<K> DueQueue<K> {
             fresh: VecDeque::new(),
             due: BinaryHeap::new(),
             armed: false,
+            live: Vec::new(),
         }
     }
 
@@ -126,16 +130,15 @@ impl<K> DueQueue<K> {
     /// [`LOOKS_PER_CREATION`] of them, for a look each. A new key due more than two
     /// `recheck_ticks` after `trusted` moves to the heap instead, and counts as a look.
     ///
-    /// The looks happen after the taking, and the keys found live go back by [`Self::put_back`]
-    /// after every look: a caller that shares the queue does both outside its lock, so that
+    /// `take` gets each key taken. The keys found live go back by [`Self::put_back`] after
+    /// every take: a caller that shares the queue does both outside its lock, so that
     /// no other creator of the shard waits on a look (an unlink, a retirement, the frees a
     /// reclamation batch brings). What is taken does not depend on what the looks find (a key
     /// put back is due after `trusted`), and every limiter, locked or not, takes, looks and
     /// puts back in this order, so on one thread they all look at the same keys.
-    pub(crate) fn take_due(&mut self, trusted: u64, recheck_ticks: u64, taken: &mut TakenKeys<K>) {
+    pub(crate) fn take_due(&mut self, trusted: u64, recheck_ticks: u64, mut take: impl FnMut(K)) {
         let trusted = trusted.min(MAX_TICK);
         let far_ahead = trusted.saturating_add(recheck_ticks.saturating_mul(2));
-        debug_assert_eq!(taken.count, 0, "a step's keys are taken once");
         for _ in 0..LOOKS_PER_CREATION {
             let fresh_first = self.fresh.front().map(|first| first.due);
             if fresh_first.is_some_and(|due| due > far_ahead) {
@@ -163,10 +166,31 @@ impl<K> DueQueue<K> {
             let Some(Due { key, .. }) = taken_key else {
                 break;
             };
-            // `count` < LOOKS_PER_CREATION: at most one key per turn of the loop.
-            taken.keys[taken.count] = Some(key);
-            taken.count += 1;
+            take(key);
         }
+    }
+
+    /// A step for a caller that holds the queue throughout: [`Self::take_due`] with a look
+    /// at each key as it is taken (`look` says what it found), and the keys found live put
+    /// back once the takes are done, as [`Self::put_back`] would. Returns how many keys the
+    /// looks removed.
+    pub(crate) fn service(
+        &mut self,
+        trusted: u64,
+        lateness_ticks: u64,
+        recheck_ticks: u64,
+        mut look: impl FnMut(&K) -> Look,
+    ) -> usize {
+        let mut live = std::mem::take(&mut self.live);
+        let mut removed = 0;
+        self.take_due(trusted, recheck_ticks, |key| match look(&key) {
+            Look::Removed => removed += 1,
+            Look::Gone => {}
+            Look::Live { idle_from } => live.push((key, idle_from)),
+        });
+        self.requeue(live.drain(..), trusted, lateness_ticks, recheck_ticks);
+        self.live = live;
+        removed
     }
 
     /// Puts back the keys of `taken` that their looks found live (see [`TakenKeys::found`]),
@@ -179,15 +203,29 @@ impl<K> DueQueue<K> {
         lateness_ticks: u64,
         recheck_ticks: u64,
     ) {
+        let count = std::mem::take(&mut taken.count);
+        taken.live = 0;
+        let live = taken.keys[..count]
+            .iter_mut()
+            .zip(taken.idle_from)
+            .filter_map(|(slot, idle_from)| slot.take().map(|key| (key, idle_from)));
+        self.requeue(live, trusted, lateness_ticks, recheck_ticks);
+    }
+
+    /// Queues keys found live, each with the tick it is fresh from (see [`Self::put_back`]).
+    fn requeue(
+        &mut self,
+        live: impl Iterator<Item = (K, u64)>,
+        trusted: u64,
+        lateness_ticks: u64,
+        recheck_ticks: u64,
+    ) {
         let trusted = trusted.min(MAX_TICK);
         let again = trusted.saturating_add(recheck_ticks / 2);
-        let count = std::mem::take(&mut taken.count);
-        for (slot, idle_from) in taken.keys[..count].iter_mut().zip(taken.idle_from) {
-            if let Some(key) = slot.take() {
-                let due = idle_from.saturating_add(lateness_ticks);
-                let due = if due > trusted { due } else { again };
-                self.due.push(Due { due, key });
-            }
+        for (key, idle_from) in live {
+            let due = idle_from.saturating_add(lateness_ticks);
+            let due = if due > trusted { due } else { again };
+            self.due.push(Due { due, key });
         }
     }
 
@@ -208,6 +246,9 @@ pub(crate) struct TakenKeys<K> {
     /// For a key found live: the tick its state is fresh from, as far as its look could tell.
     idle_from: [u64; LOOKS_PER_CREATION],
     count: usize,
+    /// Keys found live (still in `keys`): none on most steps under churn, which then put
+    /// nothing back and take no second lock.
+    live: usize,
 }
 
 impl<K> TakenKeys<K> {
@@ -216,25 +257,35 @@ impl<K> TakenKeys<K> {
             keys: [const { None }; LOOKS_PER_CREATION],
             idle_from: [0; LOOKS_PER_CREATION],
             count: 0,
+            live: 0,
         }
+    }
+
+    /// Keeps `key`, taken from the queue ([`DueQueue::take_due`] takes at most
+    /// [`LOOKS_PER_CREATION`] keys a step).
+    pub(crate) fn push(&mut self, key: K) {
+        self.keys[self.count] = Some(key);
+        self.count += 1;
     }
 
     /// Looks at every key taken, in order; `look` says what it found. Returns how many it
     /// removed.
     pub(crate) fn look(&mut self, mut look: impl FnMut(&K) -> Look) -> usize {
         let mut removed = 0;
-        let count = self.count;
-        for (slot, idle_from) in self.keys[..count].iter_mut().zip(&mut self.idle_from) {
-            let Some(key) = slot else {
+        for index in 0..self.count {
+            let Some(key) = &self.keys[index] else {
                 continue;
             };
             match look(key) {
                 Look::Removed => {
                     removed += 1;
-                    *slot = None;
+                    self.keys[index] = None;
                 }
-                Look::Gone => *slot = None,
-                Look::Live { idle_from: from } => *idle_from = from,
+                Look::Gone => self.keys[index] = None,
+                Look::Live { idle_from } => {
+                    self.idle_from[index] = idle_from;
+                    self.live += 1;
+                }
             }
         }
         removed
@@ -242,7 +293,7 @@ impl<K> TakenKeys<K> {
 
     /// Whether a look found a key live (it must go back to the queue).
     pub(crate) fn found(&self) -> bool {
-        self.keys[..self.count].iter().any(Option::is_some)
+        self.live > 0
     }
 }
 

@@ -295,6 +295,8 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         let again = trusted.saturating_add(self.recheck() / 2);
         let far_ahead = trusted.saturating_add(self.recheck().saturating_mul(2));
         let mut queue = self.queue.take().expect("armed");
+        // Keys found live go back once the step's takes are done, as the limiters put them.
+        let mut live = Vec::new();
         for _ in 0..8 {
             let fresh_first = queue.fresh.front().map(|first| first.due);
             if fresh_first.is_some_and(|due| due > far_ahead) {
@@ -338,7 +340,10 @@ impl<K: Hash + Eq + Clone> Reference<K> {
             };
             let due = idle_from.saturating_add(self.lateness());
             let due = if due > trusted { due } else { again };
-            queue.heap.push(Due { due, key });
+            live.push(Due { due, key });
+        }
+        for due in live {
+            queue.heap.push(due);
         }
         self.queue = Some(queue);
     }

@@ -68,7 +68,7 @@ pub struct Outcome {
 /// A message naming the variant, the call and what differed.
 pub fn run(
     limiter: &dyn RateLimiter<u64>,
-    model: &mut Reference<u8>,
+    model: &mut Reference<u64>,
     ops: &[Op],
     expect: Expect,
 ) -> Result<Outcome, String> {
@@ -99,7 +99,7 @@ pub fn run(
                 match op {
                     Op::Hit(..) => {
                         limiter.hit(&limiter_key(key), now);
-                        model.hit(&key, now);
+                        model.hit(&limiter_key(key), now);
                         Answer::Recorded
                     }
                     Op::Allowed(..) => {
@@ -116,7 +116,7 @@ pub fn run(
                                 "admitted {admitted}, but status {status:?}"
                             )));
                         }
-                        model.record(&key, now, admitted);
+                        model.record(&limiter_key(key), now, admitted);
                         if admitted {
                             outcome.admitted.push((key, clamp(now)));
                         }
@@ -147,23 +147,23 @@ pub fn run(
 
 /// Checks a limiter's status for `key` at `now` against the model, before the call at `now`.
 fn check_status(
-    model: &Reference<u8>,
+    model: &Reference<u64>,
     key: u8,
     now: u64,
     status: Status,
     expect: Expect,
 ) -> Result<(), String> {
-    let expected = model.status(&key, now);
-    let window = model.window_status(&key, now);
+    let expected = model.status(&limiter_key(key), now);
+    let window = model.window_status(&limiter_key(key), now);
     let max = model.config().max_requests;
     // A watermark clamps `remaining` to 0 and leaves `count` as the window holds it.
     if status.count > max || status.remaining != 0 && status.count + status.remaining != max {
         return Err(format!("status {status:?} does not add up to {max}"));
     }
-    if now < model.watermark(&key) && status.remaining != 0 {
+    if now < model.watermark(&limiter_key(key)) && status.remaining != 0 {
         return Err(format!(
             "status {status:?} has room below the key's watermark {}",
-            model.watermark(&key)
+            model.watermark(&limiter_key(key))
         ));
     }
     match expect {
@@ -172,12 +172,12 @@ fn check_status(
         // The ring holds only recorded hits, so a window it finds full is full in the log;
         // room missing for any other reason must be the key's watermark.
         Expect::Safe if status.remaining == 0 && window.remaining > 0 => {
-            if now < model.watermark(&key) {
+            if now < model.watermark(&limiter_key(key)) {
                 Ok(())
             } else {
                 Err(format!(
                     "status {status:?} refuses at {now}, above the key's watermark {}",
-                    model.watermark(&key)
+                    model.watermark(&limiter_key(key))
                 ))
             }
         }
