@@ -246,21 +246,22 @@ pub(crate) fn fits_limit(n: u64, limit: impl FnOnce() -> Limit) -> Result<(), We
 }
 
 /// The shard of a key with hash `hash`, of `shards` (a power of two): bits 32 and up of the
-/// hash after an xor-shift and a multiply (the shards' tables index with the hash's low bits
-/// and tag with its top seven).
+/// hash times an odd constant (the shards' tables index with the hash's low bits and tag with
+/// its top seven).
 ///
-/// The round is there because foldhash's fast hash of an integer is close to a multiply: for
-/// some process seeds (about one in twelve, measured over processes), the plain bits 32 and
-/// up of consecutive integer keys (user IDs, counters) cycle through a few shards at a time,
-/// so a shard could go thousands of ticks without a new key, and a shard sweeps only when it
-/// creates one: its idle keys stayed (a rotation of 4,000 active keys tracked 10,000–14,000).
-/// After the mix the shards fill like independent draws whatever the seed (68 of 2,000 seeds
-/// went over 2,000 ticks without a key in some shard before, none after). It costs the hot
-/// path four instructions; a second xor-shift, as in murmur's finalizer, changed nothing
-/// measurable.
+/// The multiply is there because foldhash's fast hash of an integer is close to a multiply:
+/// for some process seeds (about one in twelve, measured over processes), the plain bits 32
+/// and up of consecutive integer keys (user IDs, counters) cycle through a few shards at a
+/// time, so a shard could go thousands of ticks without a new key, and a shard sweeps only
+/// when it creates one: its idle keys stayed (a rotation of 4,000 active keys tracked
+/// 10,000–14,000). Product bits 32 and up depend on every hash bit below them, and the
+/// shards fill like independent draws whatever the seed: over 2,000 seeds, 68 went over
+/// 2,000 ticks without a key in some shard with the plain bits, none with the multiply
+/// (longest 1,738 ticks), none with an xor-shift before it (1,740: the shift bought nothing
+/// and cost the hot path three instructions, so it went).
 #[inline]
 pub(crate) fn shard_index(hash: u64, shards: usize) -> usize {
-    ((hash ^ (hash >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize & (shards - 1)
+    (hash.wrapping_mul(0xff51_afd7_ed55_8ccd) >> 32) as usize & (shards - 1)
 }
 
 /// The hasher of the key maps and their shards: foldhash, randomly seeded once per process,
