@@ -193,6 +193,8 @@ pub(crate) fn settle_allocator() {
 /// a creation writes the limiter-wide clock only now and then, while the clock stays fresh
 /// (with shards, every one creates its first key and every eighth after it).
 pub const OBSERVE_EVERY: usize = 8;
+// `KeyPolicy::observe_mask` relies on it.
+const _: () = assert!(OBSERVE_EVERY.is_power_of_two());
 
 /// Keys the automatic sweep removes on one thread between two [`settle_allocator`] calls: the
 /// frees one fold walks (two small blocks per key, a few tens of microseconds for the lot),
@@ -412,8 +414,10 @@ pub(crate) struct KeyPolicy<W> {
     floor: RemovalFloor,
     /// The time the limiter has observed (see [`floor`]).
     observed: floor::ObservedClock,
-    /// A shard's creations the observed clock records: one in this many.
-    observe_every: usize,
+    /// A shard's creations the observed clock records: those whose count has these bits
+    /// clear, one in [`OBSERVE_EVERY`] (or in the shard count if fewer: both powers of two, so
+    /// the test is a mask, not a division on every creation).
+    observe_mask: usize,
     /// A shard refuses to create state for a decision once it holds this many keys: its share
     /// of [`Options::max_keys`] (`usize::MAX`: no budget).
     shard_max_keys: usize,
@@ -445,7 +449,8 @@ impl<W: Algorithm> KeyPolicy<W> {
             lateness_ticks,
             floor: RemovalFloor::new(),
             observed: floor::ObservedClock::new(),
-            observe_every: OBSERVE_EVERY.min(shards),
+            // Both powers of two (`shard_count` rounds up to one), so the smaller is one too.
+            observe_mask: OBSERVE_EVERY.min(shards) - 1,
             shard_floor_keys: options.sweep_floor_keys.div_ceil(shards).max(1),
             shard_max_keys: if options.max_keys == usize::MAX {
                 usize::MAX
@@ -492,7 +497,7 @@ impl<W: Algorithm> KeyPolicy<W> {
     #[inline]
     fn after_creation(&self, now: u64, created_before: usize) {
         self.metrics.key_created();
-        if created_before % self.observe_every == 0 {
+        if created_before & self.observe_mask == 0 {
             self.observed.observe(now);
         }
     }
@@ -531,7 +536,7 @@ impl<W: Algorithm> KeyPolicy<W> {
     /// it and the budget would never free.
     fn refused_by_budget(&self, now: u64, refused_before: usize) {
         self.metrics.refused_by_budget();
-        if refused_before % self.observe_every == 0 {
+        if refused_before & self.observe_mask == 0 {
             self.observed.observe(now);
         }
     }

@@ -417,14 +417,15 @@ fn look<K: Hash + Eq + Clone, W: Algorithm>(
     key: &K,
     floor: u64,
 ) -> Look {
-    match windows.get(key) {
-        Some((window, _, _)) if window.is_idle_by(floor) => {
-            windows.remove(key);
-            Look::Removed
+    // Out first, back in if live: a look finds most keys idle (under key churn, nearly all),
+    // and one hash and probe each beats a lookup followed by a removal.
+    match windows.remove_entry(key) {
+        Some((_, (window, _, _))) if window.is_idle_by(floor) => Look::Removed,
+        Some((key, entry)) => {
+            let idle_from = entry.0.idle_from();
+            windows.insert(key, entry);
+            Look::Live { idle_from }
         }
-        Some((window, _, _)) => Look::Live {
-            idle_from: window.idle_from(),
-        },
         None => match tombstones.get(key) {
             Some(&idle_from) if idle_from > floor => Look::Live { idle_from },
             Some(_) => {
