@@ -15,7 +15,10 @@ use super::KeyHasher;
 /// largest cost (18 % of the samples at 64), and each batch freed in one call is a tail
 /// latency at one thread. Measured side by side (`results/reclaim-batch.md`): 64 gave p99.9
 /// 6 µs at one thread and no rise from one thread to two; 128 gives 8 µs and 1.2 times;
-/// 256, 15 µs and 1.33 times; 512, 19-27 µs and 1.4 times.
+/// 256, 15 µs and 1.33 times; 512, 19-27 µs and 1.4 times. Measured again without the
+/// benchmark's counting allocator: 31 (a batch glibc serves without folding its freed blocks)
+/// cost two threads a quarter of their churn throughput and left the one-thread p99.9 where
+/// it was (18-24 µs either way on that VM).
 #[cfg(not(slidelimit_loom))]
 const RECLAIM_BATCH: usize = 128;
 
