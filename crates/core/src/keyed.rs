@@ -85,8 +85,8 @@ impl Options {
 
     /// Below this many tracked keys the limiter never sweeps on its own: each of the
     /// [`Self::key_shards`] shards starts its automatic sweep once it holds its share of
-    /// them (rounded up), and from then on each key-creating call in it looks at up to eight
-    /// of its keys that are due (see [`crate::keyed`]). Default 4096. `usize::MAX` turns the
+    /// them (rounded up), and from then on one key-creating call in eight in it looks at up to
+    /// 64 of its keys that are due (see [`crate::keyed`]). Default 4096. `usize::MAX` turns the
     /// automatic sweep off (then only `remove_idle` removes keys).
     #[must_use]
     pub const fn sweep_floor_keys(mut self, keys: usize) -> Self {
@@ -125,7 +125,7 @@ impl Options {
     /// `keys` plus one per shard, plus one per thread racing to create a key in a full shard).
     ///
     /// When a `check_and_hit` on a key with no state finds its shard full, the shard first
-    /// takes a sweep step (up to eight looks at keys that may be idle, removing those whose
+    /// takes a sweep step (up to 64 looks at keys that may be idle, removing those whose
     /// windows are fresh: always safe); if it is still full, the call is **refused** and no
     /// state is created, so a flood of fresh keys cannot grow memory past the budget and
     /// never over-admits. Keys that already have state are decided as before. While its shard

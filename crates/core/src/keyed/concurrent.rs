@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
 use super::map::KeyMap;
-use super::schedule::{Look, ShardBook, TakenKeys};
+use super::schedule::{self, Look, ShardBook, TakenKeys};
 use super::{
     fits_limit, EntryWatermark, KeyPolicy, Options, SweepBounds, SweepStep, WEIGHT_ONE_FITS,
 };
@@ -397,7 +397,11 @@ where
         if !created.armed && !self.policy.shard_sweeps(created.keys) {
             return;
         }
-        let mut taken = TakenKeys::new();
+        let steps = schedule::steps_at(created.created_before);
+        // The buffer only where a step may follow: this call arms the shard (it found the
+        // queue unarmed), or its count says it steps. Most creations of an armed shard only
+        // push their key.
+        let mut taken = (steps || !created.armed).then(TakenKeys::new);
         let step = book.with_queue(
             now,
             || self.held_keys(shard),
@@ -405,13 +409,14 @@ where
                 if !arming {
                     queue.push(key.to_owned(), now, self.policy.recheck_ticks);
                 }
+                let taken = taken.as_mut().filter(|_| arming || steps)?;
                 self.policy
                     .shard_sweeps(book.keys())
-                    .then(|| self.policy.take_due(queue, now, &mut taken))
+                    .then(|| self.policy.take_due(queue, now, taken))
             },
         );
-        if let Some(step) = step {
-            self.finish_sweep_step(book, &mut taken, step);
+        if let (Some(step), Some(taken)) = (step, taken.as_mut()) {
+            self.finish_sweep_step(book, taken, step);
         }
     }
 

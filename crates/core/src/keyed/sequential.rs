@@ -8,7 +8,7 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
-use super::schedule::{DueQueue, Look};
+use super::schedule::{self, DueQueue, Look};
 use super::{fits_limit, KeyHasher, KeyPolicy, Options, SweepBounds, WEIGHT_ONE_FITS};
 use crate::limit::Limit;
 use crate::limiter::RateLimiter;
@@ -191,17 +191,22 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
     {
         self.tracked += 1;
         let book = &mut self.books[shard];
-        self.policy.after_creation(now, book.created);
+        let created_before = book.created;
+        self.policy.after_creation(now, created_before);
         book.created += 1;
         book.keys += 1;
         if !book.queue.is_armed() {
             if !self.policy.shard_sweeps(book.keys) {
                 return;
             }
+            // Arming takes a step whatever the count, as in the concurrent shape.
             self.arm(shard, now);
         } else {
             book.queue
                 .push(key.to_owned(), now, self.policy.recheck_ticks);
+            if !schedule::steps_at(created_before) {
+                return;
+            }
         }
         if self.policy.shard_sweeps(self.books[shard].keys) {
             self.sweep_step(shard, now);

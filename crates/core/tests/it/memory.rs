@@ -66,7 +66,7 @@ fn the_automatic_sweep_keeps_tracked_keys_bounded_as_new_keys_arrive() {
 #[test]
 fn the_sweep_in_shard_steps_keeps_tracked_keys_bounded_and_variants_identical() {
     // Default options: 512 shards, each sweeping itself from its share of the 4096-key floor
-    // (8 keys) on, a key-creating call looking at up to eight keys of its own shard. Key i
+    // (8 keys) on, one key-creating call in eight looking at up to 64 keys of its shard. Key i
     // arrives at tick i/4 and is never used again. Every variant steps alike, so they track
     // the same number of keys after every call.
     let limiters = all_variants::<u64>(crate::variants::limit(2, 10), Options::default());

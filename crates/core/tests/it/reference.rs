@@ -10,9 +10,10 @@
 //!
 //! The automatic sweep is the limiters' due queue, in the one shard the checked limiters run
 //! with: from the key that brings the map to the floor on, every created key joins the queue,
-//! due one window plus D later; each creating call then raises the floor and looks at up to
-//! eight keys due by the floor plus D, removing those fresh by the floor and queueing the
-//! others again.
+//! due one window plus D later; the call that arms the queue, and from then on one creating
+//! call in eight (the shard's creations 0, 8, 16, ...), raises the floor and looks at up to
+//! 64 keys due by the floor plus D, removing those fresh by the floor and queueing the others
+//! again.
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::Hash;
@@ -112,6 +113,9 @@ pub struct Reference<K> {
     /// The clamped `now`s of the last eight key creations (with one shard, the limiters'
     /// observed clock records every creation).
     creations: VecDeque<u64>,
+    /// Keys ever created: an armed shard takes a sweep step at its creations 0, 8, 16, ...
+    /// (as the limiters' `schedule::steps_at` counts them).
+    created: usize,
 }
 
 impl<K: Hash + Eq + Clone> Reference<K> {
@@ -124,6 +128,7 @@ impl<K: Hash + Eq + Clone> Reference<K> {
             tombstones: HashMap::new(),
             floor: 0,
             creations: VecDeque::new(),
+            created: 0,
         }
     }
 
@@ -239,11 +244,19 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         }
         let floor_keys = self.config.sweep_floor_keys;
         let due = clamp(now).saturating_add(self.recheck());
+        let created_before = self.created;
+        self.created += 1;
         match &mut self.queue {
-            Some(queue) => queue.fresh.push_back(Due {
-                due,
-                key: key.clone(),
-            }),
+            Some(queue) => {
+                queue.fresh.push_back(Due {
+                    due,
+                    key: key.clone(),
+                });
+                // An armed shard steps at one creation in eight.
+                if created_before % 8 != 0 {
+                    return;
+                }
+            }
             None if self.logs.len() >= floor_keys => {
                 // Armed: every key held joins, due now, in the limiters' arming order.
                 let mut held: Vec<K> = self.logs.keys().cloned().collect();
@@ -297,7 +310,8 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         let mut queue = self.queue.take().expect("armed");
         // Keys found live go back once the step's takes are done, as the limiters put them.
         let mut live = Vec::new();
-        for _ in 0..8 {
+        // At most 64 looks a step: eight per creation, a step every eighth.
+        for _ in 0..64 {
             let fresh_first = queue.fresh.front().map(|first| first.due);
             if fresh_first.is_some_and(|due| due > far_ahead) {
                 // A far-future call's key leaves the FIFO for the heap (one look).
