@@ -340,10 +340,9 @@ fn m6_late_writer_below_watermark() {
 }
 
 /// M8: the automatic sweep's look never loses a concurrent hit. With a floor of one key per
-/// shard the shard arms at its first creation, the key's, and steps again at its ninth
-/// (one creation in eight steps): B's. The key's last hit is at 5, and eight creations at 20
-/// (the last of them, B's, on its own thread) bring the observed clock, and so the floor, to
-/// 20: B's step finds the key due and removes it if it is still fresh by 20. The
+/// shard every creation takes a sweep step; the key's last hit is at 5, and eight creations
+/// at 20 (the last of them, B's, on its own thread) bring the observed clock, and so the
+/// floor, to 20: B's step finds the key due and removes it if it is still fresh by 20. The
 /// writer's `check_and_hit(31)` races that look: it is always admitted, and the key's
 /// current entry must hold it (either the writer's CAS came first and the look finds the key
 /// live, or it met the retired entry and went on into a fresh one).

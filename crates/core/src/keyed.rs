@@ -85,8 +85,10 @@ impl Options {
 
     /// Below this many tracked keys the limiter never sweeps on its own: each of the
     /// [`Self::key_shards`] shards starts its automatic sweep once it holds its share of
-    /// them (rounded up), and from then on one key-creating call in eight in it looks at up to
-    /// 64 of its keys that are due (see [`crate::keyed`]). Default 4096. `usize::MAX` turns the
+    /// them (rounded up), and from then on its key-creating calls look at its keys that are
+    /// due: every such call while the shard holds fewer than 16 keys, one in up to eight as it
+    /// holds more, each looking at up to eight keys per creation it stands for (see
+    /// [`crate::keyed`]). Default 4096. `usize::MAX` turns the
     /// automatic sweep off (then only `remove_idle` removes keys).
     #[must_use]
     pub const fn sweep_floor_keys(mut self, keys: usize) -> Self {

@@ -397,7 +397,7 @@ where
         if !created.armed && !self.policy.shard_sweeps(created.keys) {
             return;
         }
-        let steps = schedule::steps_at(created.created_before);
+        let steps = schedule::steps_at(created.created_before, created.keys);
         // The buffer only where a step may follow: this call arms the shard (it found the
         // queue unarmed), or its count says it steps. Most creations of an armed shard only
         // push their key.

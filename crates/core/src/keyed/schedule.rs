@@ -1,7 +1,8 @@
 //! The automatic sweep, shard by shard: each shard keeps its key count, its observed clock and
 //! a queue of its keys in the order they are due for a look, so a sweep step looks only at
 //! keys whose window and lateness tolerance may have passed, and at most [`LOOKS_PER_STEP`]
-//! of them. A shard takes a step at one creation in [`STEP_EVERY`] (and when it arms).
+//! of them. A shard steps when it arms and then at every creation, or at one in up to
+//! [`STEP_EVERY`] once it holds enough keys ([`steps_at`]).
 //!
 //! A key joins its shard's queue when it is created, due one window plus the lateness
 //! tolerance later: the first tick at which a key hit only then can be removed. A look at a
@@ -20,25 +21,31 @@ use std::collections::{BinaryHeap, VecDeque};
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::window::MAX_TICK;
 
-/// A shard takes a sweep step at its creations numbered 0, `STEP_EVERY`, 2 × `STEP_EVERY`, ...
-/// (counting every key it ever created or installed), not at each: a step has a cost of its
-/// own whatever it finds (the floor's raise, the queue's lock and loop, and in the
-/// concurrent shape the buffer its keys wait in), which one step in eight creations pays
-/// once (mutex: 948 → 768 instructions per churn call, measured with callgrind). Keys due
-/// wait at most this many of their shard's creations longer.
+/// The most creations a shard lets pass between two sweep steps. A step has a cost of its own
+/// whatever it finds (the floor's raise, the queue's lock and loop, and in the concurrent
+/// shape the buffer its keys wait in), so a shard holding many keys takes one at one creation
+/// in this many, and pays that cost once (mutex: 948 → 769 instructions per churn call,
+/// callgrind). A due key then waits up to that many of its shard's creations longer, so the
+/// stride follows the shard's size (see [`steps_at`]): the keys kept past their time stay
+/// within an eighth of what the shard holds, and a shard with a few keys (many shards, a
+/// small population) still steps at every creation.
 pub(crate) const STEP_EVERY: usize = 8;
 
-/// The most keys one sweep step looks at: eight per creation, the steps taken one creation
-/// in [`STEP_EVERY`]. Each creation adds one key to its shard's queue, so looking at up to
-/// this many keeps up with churn and with the keys found live, while bounding what any one
-/// call pays (a few microseconds at most).
+/// The most keys one sweep step looks at: eight per creation the step stands for. Each
+/// creation adds one key to its shard's queue, so looking at up to eight per creation keeps
+/// up with churn and with the keys found live, while bounding what any one call pays (a few
+/// microseconds at most).
 pub(crate) const LOOKS_PER_STEP: usize = 8 * STEP_EVERY;
 
-/// Whether the creation that found `created_before` keys created or installed in its shard
-/// before it takes a sweep step, the shard's queue armed (see [`STEP_EVERY`]).
+/// Whether a creation in an armed shard takes a sweep step: the one that found
+/// `created_before` keys created or installed in the shard before it, the shard now holding
+/// `keys` (this one included). The stride is `keys / 8` rounded down to a power of two, from 1
+/// (below 16 keys: every creation) to [`STEP_EVERY`] (64 keys and more); the steps fall on the
+/// creations whose count is a multiple of it.
 #[inline]
-pub(crate) fn steps_at(created_before: usize) -> bool {
-    created_before % STEP_EVERY == 0
+pub(crate) fn steps_at(created_before: usize, keys: usize) -> bool {
+    let stride = 1_usize << (keys / 8).clamp(1, STEP_EVERY).ilog2();
+    created_before & (stride - 1) == 0
 }
 
 /// What a look at a due key found.

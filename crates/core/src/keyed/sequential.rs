@@ -204,7 +204,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         } else {
             book.queue
                 .push(key.to_owned(), now, self.policy.recheck_ticks);
-            if !schedule::steps_at(created_before) {
+            if !schedule::steps_at(created_before, book.keys) {
                 return;
             }
         }

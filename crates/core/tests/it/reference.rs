@@ -10,10 +10,10 @@
 //!
 //! The automatic sweep is the limiters' due queue, in the one shard the checked limiters run
 //! with: from the key that brings the map to the floor on, every created key joins the queue,
-//! due one window plus D later; the call that arms the queue, and from then on one creating
-//! call in eight (the shard's creations 0, 8, 16, ...), raises the floor and looks at up to
-//! 64 keys due by the floor plus D, removing those fresh by the floor and queueing the others
-//! again.
+//! due one window plus D later; the call that arms the queue, and from then on every creating
+//! call whose creation count is a multiple of the shard's stride (its keys / 8 rounded down to
+//! a power of two, 1 to 8), raises the floor and looks at up to 64 keys due by the floor plus
+//! D, removing those fresh by the floor and queueing the others again.
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::Hash;
@@ -113,8 +113,7 @@ pub struct Reference<K> {
     /// The clamped `now`s of the last eight key creations (with one shard, the limiters'
     /// observed clock records every creation).
     creations: VecDeque<u64>,
-    /// Keys ever created: an armed shard takes a sweep step at its creations 0, 8, 16, ...
-    /// (as the limiters' `schedule::steps_at` counts them).
+    /// Keys ever created, as the limiters' `schedule::steps_at` counts them.
     created: usize,
 }
 
@@ -252,8 +251,10 @@ impl<K: Hash + Eq + Clone> Reference<K> {
                     due,
                     key: key.clone(),
                 });
-                // An armed shard steps at one creation in eight.
-                if created_before % 8 != 0 {
+                // An armed shard steps at the creations whose count is a multiple of its
+                // stride: its keys / 8 rounded down to a power of two, from 1 to 8.
+                let stride = 1_usize << (self.logs.len() / 8).clamp(1, 8).ilog2();
+                if created_before % stride != 0 {
                     return;
                 }
             }
