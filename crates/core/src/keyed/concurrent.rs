@@ -360,8 +360,8 @@ where
             let (result, inserted) = self.map.get_or_insert_with(
                 key,
                 || {
-                    let (version, window) = self.limits.resolve(key);
-                    E::new(&window, version, now)
+                    self.limits
+                        .with_resolved(key, |version, window| E::new(window, version, now))
                 },
                 |entry| {
                     self.ensure_current_limit(key, entry, version)?;

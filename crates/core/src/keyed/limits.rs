@@ -184,6 +184,28 @@ where
         removed
     }
 
+    /// [`Self::resolve`] for a key's creation, lending the window to `make` rather than
+    /// returning a copy: while no override, resolver or new default exists (most limiters,
+    /// always), `make` gets the limiter's own window, and a creation copies no `Limit` (a
+    /// few dozen instructions per created key, callgrind).
+    #[inline]
+    pub(crate) fn with_resolved<Q, R>(&self, key: &Q, make: impl FnOnce(u64, &W) -> R) -> R
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let version = self.version();
+        // Acquire, Relaxed: as in `default_window` and `resolve`, read after the version.
+        if self.resolver.is_none()
+            && !self.default_changed.load(Ordering::Acquire)
+            && !self.has_overrides.load(Ordering::Relaxed)
+        {
+            return make(version, &self.initial);
+        }
+        let (version, window) = self.resolve(key);
+        make(version, &window)
+    }
+
     /// The limit `key` answers with, from the overrides, the resolver or the default, and
     /// the version it is current for: `(version, window)`.
     pub(crate) fn resolve<Q>(&self, key: &Q) -> (u64, W)
