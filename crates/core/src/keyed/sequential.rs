@@ -173,9 +173,9 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
             return R::default();
         }
         let watermark = self.removal_watermark(shard, key);
-        let (new_window, version) = self
-            .limits
-            .with_resolved(key, |version, current| (current.new_sequential_at(now), version));
+        let (new_window, version) = self.limits.with_resolved(key, |version, current| {
+            (current.new_sequential_at(now), version)
+        });
         let (window, watermark, _) = self.shards[shard]
             .entry(key.to_owned())
             .or_insert_with(|| (new_window, watermark, version));
