@@ -24,7 +24,7 @@ use crate::window::MAX_TICK;
 /// The most creations a shard lets pass between two sweep steps. A step has a cost of its own
 /// whatever it finds (the floor's raise, the queue's lock and loop, and in the concurrent
 /// shape the buffer its keys wait in), so a shard holding many keys takes one at one creation
-/// in this many, and pays that cost once (mutex: 948 → 769 instructions per churn call,
+/// in this many, and pays that cost once (mutex: 948 → 780 instructions per churn call,
 /// callgrind). A due key then waits up to that many of its shard's creations longer, so the
 /// stride follows the shard's size (see [`steps_at`]): the keys kept past their time stay
 /// within an eighth of what the shard holds, and a shard with a few keys (many shards, a
