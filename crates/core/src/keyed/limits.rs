@@ -195,9 +195,10 @@ where
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         let version = self.version();
-        // Acquire, Relaxed: as in `default_window` and `resolve`, read after the version.
         if self.resolver.is_none()
+            // Acquire: pairs with set_default's Release store, as in `default_window`.
             && !self.default_changed.load(Ordering::Acquire)
+            // Relaxed: see set_override; the version load above orders the map read.
             && !self.has_overrides.load(Ordering::Relaxed)
         {
             return make(version, &self.initial);
