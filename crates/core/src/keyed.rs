@@ -87,8 +87,8 @@ impl Options {
     /// [`Self::key_shards`] shards starts its automatic sweep once it holds its share of
     /// them (rounded up), and from then on its key-creating calls look at its keys that are
     /// due: every such call while the shard holds fewer than 16 keys, one in up to eight as it
-    /// holds more, each looking at up to eight keys per creation it stands for (see
-    /// [`crate::keyed`]). Default 4096. `usize::MAX` turns the
+    /// holds more, each looking at up to 64 due keys (eight per creation it stands for at the
+    /// widest stride; see [`crate::keyed`]). Default 4096. `usize::MAX` turns the
     /// automatic sweep off (then only `remove_idle` removes keys).
     #[must_use]
     pub const fn sweep_floor_keys(mut self, keys: usize) -> Self {

@@ -31,10 +31,12 @@ use crate::window::MAX_TICK;
 /// small population) still steps at every creation.
 pub(crate) const STEP_EVERY: usize = 8;
 
-/// The most keys one sweep step looks at: eight per creation the step stands for. Each
-/// creation adds one key to its shard's queue, so looking at up to eight per creation keeps
-/// up with churn and with the keys found live, while bounding what any one call pays (a few
-/// microseconds at most).
+/// The most keys one sweep step looks at, whatever its shard's stride: eight per creation at
+/// the widest stride ([`STEP_EVERY`]), more per creation at a narrower one (a shard below 64
+/// keys rarely has that many due, except after a pause in its traffic, when the larger budget
+/// catches up sooner). Each creation adds one key to its shard's queue, so up to eight looks
+/// per creation keep up with churn and with the keys found live, while bounding what any one
+/// call pays (a few microseconds at most).
 pub(crate) const LOOKS_PER_STEP: usize = 8 * STEP_EVERY;
 
 /// Whether a creation in an armed shard takes a sweep step: the one that found
