@@ -35,7 +35,7 @@ bin=target/release/hotpath
     echo "|---|---|---:|---:|---:|"
 } > results/hotpath.md
 
-for variant in lock-free lock-free-buckets mutex; do
+for variant in lock-free lock-free-buckets mutex mutex-buckets; do
     for case in admit refuse; do
         file="$out/callgrind-$variant-$case.out"
         valgrind --tool=callgrind --cache-sim=yes --toggle-collect='hotpath::measured*' \
@@ -52,7 +52,7 @@ rm -f "$out/valgrind.log"
 
 # The top 25 lines by awk, not head: head closes the pipe early, and under pipefail the
 # annotator's broken pipe ended the script after the third section.
-for variant in lock-free lock-free-buckets mutex; do
+for variant in lock-free lock-free-buckets mutex mutex-buckets; do
     for case in admit refuse; do
         {
             echo

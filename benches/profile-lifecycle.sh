@@ -3,11 +3,12 @@
 # per call: nearly every call creates a key, the automatic sweep keeps removing them) through
 # every contender, counted by callgrind (instructions per churn call, per created key and per
 # removed key, and where the lock-free and mutex limiters spend them) and timed in
-# interleaved rounds on one thread (CPU time per decision, side by side). Writes
+# interleaved rounds on one thread (CPU time per decision, side by side), and the comparison's
+# Zipf workload on one thread, counted the same way. Writes
 # results/lifecycle.md, keeping its hand-written "## Reading" section if there is one, and a
 # per-contender summary of every count in results/lifecycle/.
 #
-# Needs valgrind (`apt-get install valgrind`). About 8 minutes on 2 cores.
+# Needs valgrind (`apt-get install valgrind`). About 10 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,10 +70,13 @@ inclusive_below() { # measured divisor callgrind-file top
         | awk -v top="$4" 'NR <= top' | shorten | cut -c1-160
 }
 
-declare -A churn create remove created removed
+declare -A churn zipf create remove created removed
 for contender in "${contenders[@]}"; do
     valgrind --tool=callgrind --toggle-collect='lifecycle::measured*' \
         --callgrind-out-file="$out/$contender-churn.out" "$bin" count "$contender" "$calls" \
+        > /dev/null 2> /dev/null
+    valgrind --tool=callgrind --toggle-collect='lifecycle::measured_zipf*' \
+        --callgrind-out-file="$out/$contender-zipf.out" "$bin" count-zipf "$contender" "$calls" \
         > /dev/null 2> /dev/null
     for phase in create remove; do
         valgrind --tool=callgrind --toggle-collect="lifecycle::phases::measured_$phase*" \
@@ -80,6 +84,7 @@ for contender in "${contenders[@]}"; do
             "$bin" phases "$contender" "$cycles" "$cycle_calls" > "$out/$contender-phases.txt" 2> /dev/null
     done
     churn[$contender]=$(total "$out/$contender-churn.out")
+    zipf[$contender]=$(total "$out/$contender-zipf.out")
     create[$contender]=$(total "$out/$contender-create.out")
     remove[$contender]=$(total "$out/$contender-remove.out")
     # "<name>: created C admitted A removed R tracked T"
@@ -94,9 +99,10 @@ for contender in "${contenders[@]}"; do
         echo
         echo "Self instructions, summed by source file and by function (each a partition of the"
         echo "total); see lifecycle.md for the set-up. Commit $(git rev-parse --short HEAD)."
-        for phase in churn create remove; do
+        for phase in churn zipf create remove; do
             case $phase in
                 churn) n=$calls; unit="per churn call" ;;
+                zipf) n=$calls; unit="per Zipf call" ;;
                 create) n=${created[$contender]}; unit="per created key" ;;
                 remove) n=${removed[$contender]}; unit="per removed key" ;;
             esac
@@ -139,6 +145,11 @@ reading=$(awk '/^## Reading/ { on = 1 } on' results/lifecycle.md 2>/dev/null || 
     echo "(nearly one creation and one removal per churn call). The key hasher is seeded per"
     echo "process, so shards fill differently from run to run: counts vary by 1-2%."
     echo
+    echo "The Zipf calls are the comparison's \`zipf\` workload on one thread, counted the same"
+    echo "way: 1M keys ranked by a Zipf law (s = 1), 32 hits per 4,000 ticks, one tick every 64"
+    echo "calls (the comparison's fake clock), 1M calls of warm-up, then $calls counted. A hot"
+    echo "head is decided on keys the map holds (many refused); the tail keeps creating keys."
+    echo
     echo "The times are CPU time per decision of the churn loop (1M calls), every contender in"
     echo "turn, $rounds interleaved rounds, summed. \`deque-mutex\` is the plain limiter: one Mutex"
     echo "over a foldhash \`HashMap\` of \`VecDeque\`s, idle keys forgotten every 65,536 calls."
@@ -152,16 +163,17 @@ reading=$(awk '/^## Reading/ { on = 1 } on' results/lifecycle.md 2>/dev/null || 
     echo "| valgrind | $(valgrind --version) |"
     echo "| date | $(date -u '+%Y-%m-%d %H:%M UTC') |"
     echo
-    echo "## Instructions per created key, per removed key and per churn call"
+    echo "## Instructions per created key, per removed key, per churn call and per Zipf call"
     echo
-    echo "| contender | per created key | per removed key | created + removed | per churn call | churn ÷ deque-mutex |"
-    echo "|---|---:|---:|---:|---:|---:|"
+    echo "| contender | per created key | per removed key | created + removed | per churn call | churn ÷ deque-mutex | per Zipf call | Zipf ÷ deque-mutex |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|"
     for contender in "${contenders[@]}"; do
         awk -v c="$contender" -v ci="${create[$contender]}" -v cn="${created[$contender]}" \
             -v ri="${remove[$contender]}" -v rn="${removed[$contender]}" \
             -v ir="${churn[$contender]}" -v base="${churn[deque-mutex]}" -v n="$calls" \
-            'BEGIN { printf "| %s | %.0f | %.0f | %.0f | %.0f | %.2f |\n",
-                c, ci / cn, ri / rn, ci / cn + ri / rn, ir / n, ir / base }'
+            -v zr="${zipf[$contender]}" -v zbase="${zipf[deque-mutex]}" \
+            'BEGIN { printf "| %s | %.0f | %.0f | %.0f | %.0f | %.2f | %.0f | %.2f |\n",
+                c, ci / cn, ri / rn, ci / cn + ri / rn, ir / n, ir / base, zr / n, zr / zbase }'
     done
     echo
     echo "## CPU time per decision, one thread"

@@ -47,3 +47,36 @@ fn the_memory_binary_alone_prints_its_usage() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("usage"));
 }
+
+/// The lifecycle binary counts the comparison's Zipf workload as it counts the churn, and
+/// the hot-path binary knows the rolling buckets under a mutex: both run and say so.
+#[test]
+fn the_profiles_newest_modes_run() {
+    for (binary, args, says) in [
+        (
+            env!("CARGO_BIN_EXE_lifecycle"),
+            &["count-zipf", "mutex-buckets", "1000"][..],
+            "mutex-buckets (zipf): 1000 calls",
+        ),
+        (
+            env!("CARGO_BIN_EXE_hotpath"),
+            &["mutex-buckets", "admit", "1000"][..],
+            "mutex-buckets admit: 1000 calls, 1000 admitted",
+        ),
+    ] {
+        let out = Command::new(binary)
+            .args(args)
+            .output()
+            .expect("the binary starts");
+        assert!(
+            out.status.success(),
+            "{binary} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(says),
+            "{binary} {args:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}

@@ -14,7 +14,8 @@ use std::process::ExitCode;
 use slidelimit::{Limit, LockFreeLimiter, RateLimiter, RollingBuckets};
 use slidelimit_mutex::MutexLimiter;
 
-const USAGE: &str = "usage: hotpath <lock-free|lock-free-buckets|mutex> <admit|refuse> [calls]";
+const USAGE: &str =
+    "usage: hotpath <lock-free|lock-free-buckets|mutex|mutex-buckets> <admit|refuse> [calls]";
 
 /// Which calls the measured loop makes.
 #[derive(Clone, Copy)]
@@ -114,6 +115,15 @@ fn main() -> ExitCode {
             }
         }
         "mutex" => run(&MutexLimiter::<u64>::new(case.limit(false)), case, calls),
+        "mutex-buckets" => {
+            match MutexLimiter::<u64, RollingBuckets>::bucketed(case.limit(true), 8) {
+                Ok(limiter) => run(&limiter, case, calls),
+                Err(error) => {
+                    eprintln!("{error}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
         other => {
             eprintln!("unknown variant {other:?}; {USAGE}");
             return ExitCode::FAILURE;

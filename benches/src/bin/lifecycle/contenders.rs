@@ -9,11 +9,14 @@ use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;
 use slidelimit_rwlock::RwLockLimiter;
 
-/// Distinct keys the churn draws from, uniformly.
+/// Distinct keys the churn draws from, uniformly (and the Zipf trace by rank).
 pub const KEYS: u64 = 1_000_000;
 /// The churn limit: 4 per 20,000 ticks.
 const MAX_REQUESTS: u64 = 4;
 pub const WINDOW_TICKS: u64 = 20_000;
+/// The Zipf trace's limit, the comparison's `zipf` workload's: 32 per 4,000 ticks.
+const ZIPF_MAX_REQUESTS: u64 = 32;
+const ZIPF_WINDOW_TICKS: u64 = 4_000;
 /// Buckets of the rolling-bucket contenders (as in the comparison runner).
 const BUCKETS: u64 = 8;
 
@@ -39,12 +42,29 @@ pub enum Removal {
     OnlyRemoveIdle,
 }
 
-fn limit() -> Limit {
-    Limit::new(MAX_REQUESTS, WINDOW_TICKS).expect("a valid limit")
+/// The trace a contender is built for, which sets its limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trace {
+    /// Key churn: 4 per 20,000 ticks.
+    Churn,
+    /// The comparison's Zipf workload: 32 per 4,000 ticks.
+    Zipf,
 }
 
-/// The contender called `name`, or `None` for an unknown name.
+/// The contender called `name`, built for the churn, or `None` for an unknown name.
 pub fn build(name: &str, removal: Removal) -> Option<Box<dyn RateLimiter<u64>>> {
+    build_for(name, removal, Trace::Churn)
+}
+
+/// The contender called `name`, built for `trace`, or `None` for an unknown name.
+pub fn build_for(name: &str, removal: Removal, trace: Trace) -> Option<Box<dyn RateLimiter<u64>>> {
+    let limit = move || {
+        let (max_requests, window_ticks) = match trace {
+            Trace::Churn => (MAX_REQUESTS, WINDOW_TICKS),
+            Trace::Zipf => (ZIPF_MAX_REQUESTS, ZIPF_WINDOW_TICKS),
+        };
+        Limit::new(max_requests, window_ticks).expect("a valid limit")
+    };
     let options = match removal {
         Removal::Automatic => Options::default(),
         // usize::MAX: the sweep never starts by itself (Options::sweep_floor_keys).

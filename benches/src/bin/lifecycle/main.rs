@@ -5,10 +5,13 @@
 //! `phases` creates never-seen keys and removes them with `remove_idle`, the automatic
 //! removal off, so that callgrind counts a created key and a removed key apart
 //! ([`phases`]); `time` runs every contender in interleaved rounds on one thread and prints
-//! CPU time per decision, side by side.
+//! CPU time per decision, side by side. `count-zipf` counts the comparison's Zipf workload
+//! the way `count` counts the churn (1M keys, Zipf s = 1, 32 per 4,000 ticks, one tick every
+//! 64 calls: a hot head decided on keys it holds, a tail that keeps creating keys).
 //!
 //! ```text
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- count lock-free 200000
+//! cargo run --release -p slidelimit-bench --bin lifecycle -- count-zipf lock-free 200000
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- phases lock-free 5 20000
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- time 5
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- time 5 lock-free deque-mutex
@@ -24,9 +27,12 @@ use std::time::Instant;
 use slidelimit::RateLimiter;
 use slidelimit_trace::rng::{mix64, SplitMix64};
 
-use contenders::{build, Removal, ALL as CONTENDERS, KEYS};
+use slidelimit_bench::workload::{KeyStream, Keys};
+
+use contenders::{build, build_for, Removal, Trace, ALL as CONTENDERS, KEYS};
 
 const USAGE: &str = "usage: lifecycle count <contender> [calls] \
+     | lifecycle count-zipf <contender> [calls] \
      | lifecycle phases <contender> [cycles] [calls per cycle] \
      | lifecycle time [rounds] [contender...]";
 
@@ -60,10 +66,75 @@ impl Churn {
     }
 }
 
+/// The comparison's Zipf workload on one thread: ranks drawn from a Zipf(1M, 1) law (its
+/// key stream, generated before the run), one tick every [`ZIPF_CALLS_PER_TICK`] calls.
+struct ZipfCalls {
+    keys: KeyStream,
+    call: usize,
+}
+
+/// Calls per tick in the Zipf trace: the comparison's fake clock advances one tick every 64
+/// calls of a thread.
+const ZIPF_CALLS_PER_TICK: usize = 64;
+/// Calls before the measured ones on the Zipf trace: two windows and lateness tolerances
+/// (16,000 ticks), so the sweep has been removing the tail's idle keys for a while.
+const ZIPF_WARM_UP: u64 = 1_000_000;
+
+impl ZipfCalls {
+    fn new() -> Self {
+        let keys = Keys::Zipf {
+            keys: KEYS,
+            exponent: 1.0,
+        };
+        Self {
+            keys: KeyStream::generate(keys, 1 << 21, 0x5EED_0033),
+            call: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn run(&mut self, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
+        let mut admitted = 0;
+        for _ in 0..calls {
+            let key = self.keys.get(self.call);
+            let tick = (self.call / ZIPF_CALLS_PER_TICK) as u64 + 1;
+            self.call += 1;
+            admitted += u64::from(limiter.check_and_hit(black_box(&key), black_box(tick)));
+        }
+        admitted
+    }
+}
+
 /// The calls callgrind counts.
 #[inline(never)]
 fn measured(churn: &mut Churn, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
     churn.run(limiter, calls)
+}
+
+/// The Zipf calls callgrind counts (the profile script's pattern matches both names).
+#[inline(never)]
+fn measured_zipf(zipf: &mut ZipfCalls, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
+    zipf.run(limiter, calls)
+}
+
+#[inline(never)]
+fn warm_up_zipf(zipf: &mut ZipfCalls, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
+    zipf.run(limiter, calls)
+}
+
+fn count_zipf(name: &str, calls: u64) -> ExitCode {
+    let Some(limiter) = build_for(name, Removal::Automatic, Trace::Zipf) else {
+        eprintln!("unknown contender {name:?}; {USAGE}");
+        return ExitCode::FAILURE;
+    };
+    let mut zipf = ZipfCalls::new();
+    warm_up_zipf(&mut zipf, limiter.as_ref(), ZIPF_WARM_UP);
+    let admitted = measured_zipf(&mut zipf, limiter.as_ref(), calls);
+    println!(
+        "{name} (zipf): {calls} calls, {admitted} admitted, {} keys tracked",
+        limiter.tracked_keys()
+    );
+    ExitCode::SUCCESS
 }
 
 #[inline(never)]
@@ -160,6 +231,14 @@ fn main() -> ExitCode {
             };
             let calls = args.get(2).and_then(|c| c.parse().ok()).unwrap_or(200_000);
             count(name, calls)
+        }
+        Some("count-zipf") => {
+            let Some(name) = args.get(1) else {
+                eprintln!("{USAGE}");
+                return ExitCode::FAILURE;
+            };
+            let calls = args.get(2).and_then(|c| c.parse().ok()).unwrap_or(200_000);
+            count_zipf(name, calls)
         }
         Some("phases") => {
             let Some(name) = args.get(1) else {

@@ -127,6 +127,7 @@
 //! No `SeqCst` anywhere.
 
 mod algorithm;
+mod by_use;
 mod packed;
 mod state;
 mod storage;
@@ -410,10 +411,12 @@ impl Algorithm for RollingBuckets {
     }
 
     fn new_sequential_at(&self, now: u64) -> Layers<SequentialBuckets> {
+        if !self.limit.is_layered() {
+            // One window, this one's: its geometry needs no clamp (a key's creation).
+            return Layers::One(SequentialBuckets::empty_at(self.geometry(), now));
+        }
         Layers::build(self.limit, |window| {
-            let geometry = self.with_limit(window).geometry();
-            let (word, cleaned, buckets) = state::empty_words_at(geometry, now);
-            SequentialBuckets::from_words(geometry, word, cleaned, buckets.collect())
+            SequentialBuckets::empty_at(self.with_limit(window).geometry(), now)
         })
     }
 

@@ -11,7 +11,7 @@
 //! Not used by the lock-free forms, whose words other threads CAS: a word moving from inline
 //! to the array would need a handshake of its own. Nor by the rolling buckets: a new key's
 //! window is built with every bucket tagged with the epoch it stands for, so no bucket word is
-//! zero.
+//! zero; they keep words by use of their own (`window/buckets/by_use.rs`).
 
 /// The words `0..len` of a window (see the module docs); `len` is kept by the window.
 ///

@@ -33,6 +33,12 @@ pub(super) trait BucketCells {
     fn add_to_bucket(&mut self, slot: usize, n: u64);
     /// Overwrites a bucket; only the `buckets_split_tag_count` mutant does this.
     fn store_bucket(&mut self, slot: usize, value: u64);
+    /// `Some(slot)` if the storage knows that every bucket but `slot` holds a count of zero
+    /// (a window kept by use, before its array exists), so a scan for weight reads one
+    /// bucket; `None` if any may hold weight.
+    fn counts_only_in(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The head word read together with the `cleaned` epoch that decodes it.
@@ -188,6 +194,7 @@ fn advance_towards<C: BucketCells>(cells: &mut C, snap: Snapshot, epoch: u64) {
 }
 
 /// Records `n` reserved at `epoch` in its bucket (step 5). `cleaned` is a value read before.
+#[inline]
 pub(super) fn record<C: BucketCells>(cells: &mut C, epoch: u64, n: u64, mut cleaned: u64) {
     let slot = cells.geometry().slot(epoch);
     loop {
@@ -476,6 +483,17 @@ pub(super) fn status<C: BucketCells>(cells: &C, now: u64, n: u64) -> Result<Stat
     })
 }
 
+/// Whether the window is fresh for every call at or after `horizon` (the sweep's look under
+/// a lock): the first look settles a recent hit in the head's bucket without the scan, unless
+/// the head's bucket is the only one the scan would read.
+#[inline]
+pub(super) fn is_idle_by<C: BucketCells>(cells: &C, horizon: u64) -> bool {
+    if cells.counts_only_in().is_none() && surely_live_by(cells, horizon) {
+        return false;
+    }
+    idle_from(cells) <= horizon
+}
+
 /// Whether the window is surely not idle by `horizon`, from the header and the head's own
 /// bucket alone: a lower bound of [`idle_from`] (the head's bucket holds the newest epoch's
 /// weight, so when it has any, the bound is exact). A sweep's first look at each window it
@@ -505,7 +523,12 @@ pub(super) fn idle_from<C: BucketCells>(cells: &C) -> u64 {
     let mut recorded = 0u64;
     // Not late for any caller from here on; then no retained bucket may hold weight.
     let mut fresh_epoch = snap.head.saturating_sub(geometry.lateness);
-    for slot in 0..geometry.physical as usize {
+    // Every bucket holding weight; a bucket counting zero changes nothing below.
+    let slots = match cells.counts_only_in() {
+        Some(slot) => slot..slot + 1,
+        None => 0..geometry.physical as usize,
+    };
+    for slot in slots {
         let (value, tag) = read_bucket(cells, slot, &mut cleaned);
         recorded += low(value);
         if low(value) > 0 && !geometry.expired(tag, snap.head) {

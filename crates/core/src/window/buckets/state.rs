@@ -70,17 +70,23 @@ pub(super) fn empty_words_at(
     let head = geometry.epoch(now);
     let head_slot = geometry.slot(head);
     let physical = geometry.physical as usize;
-    let buckets = (0..physical).map(move |slot| {
-        // The epoch in (head - physical, head] that this slot stands for, if any.
-        let behind = if slot <= head_slot {
-            head_slot - slot
-        } else {
-            head_slot + physical - slot
-        };
-        head.checked_sub(behind as u64)
-            .map_or(0, |epoch| pack(epoch, 0))
-    });
+    let buckets = (0..physical).map(move |slot| empty_bucket(head, head_slot, slot, physical));
     (pack(head, 0), head, buckets)
+}
+
+/// Bucket `slot`'s word in an empty window of `physical` buckets whose head is at epoch
+/// `head`, in slot `head_slot` (`head % physical`): tagged with the epoch in
+/// `(head - physical, head]` that the slot stands for, count zero; zero if that epoch would
+/// be below 0 (a slot never written).
+#[inline]
+pub(super) fn empty_bucket(head: u64, head_slot: usize, slot: usize, physical: usize) -> u64 {
+    let behind = if slot <= head_slot {
+        head_slot - slot
+    } else {
+        head_slot + physical - slot
+    };
+    head.checked_sub(behind as u64)
+        .map_or(0, |epoch| pack(epoch, 0))
 }
 
 /// The words of a window holding `state`: `(head word, cleaned, buckets)`, recycling complete

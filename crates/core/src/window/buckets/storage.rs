@@ -6,10 +6,11 @@
 //! with `Release`; each site says which operation it pairs with.
 
 use super::algorithm::{
-    allowed, check_and_hit, commit, hit, idle_from, reserve, snapshot, status, surely_live_by,
-    undo, BucketCells, BucketsTaken,
+    allowed, check_and_hit, commit, hit, idle_from, is_idle_by, reserve, snapshot, status,
+    surely_live_by, undo, BucketCells, BucketsTaken,
 };
-use super::packed::{is_sealed, low, SEALED};
+use super::by_use::BucketsByUse;
+use super::packed::{is_sealed, low, pack, SEALED};
 use super::state::export_words;
 use super::{Geometry, RollingBuckets};
 use crate::limit::Limit;
@@ -18,30 +19,37 @@ use crate::window::layers::{AtomicLayer, SequentialLayer};
 use crate::window::state::WindowState;
 use crate::window::{never_sealed, AtomicWindow, Retired, SequentialWindow, Status};
 
-/// The rolling-bucket window in plain integers, for use under a lock.
+/// The rolling-bucket window in plain integers, for use under a lock. Its buckets are stored
+/// by use (`window/buckets/by_use.rs`): a window that has counted only in its head's bucket
+/// allocates nothing.
 #[derive(Clone, Debug)]
 pub struct SequentialBuckets {
     pub(super) geometry: Geometry,
     pub(super) word: u64,
     pub(super) cleaned: u64,
-    pub(super) buckets: Box<[u64]>,
+    buckets: BucketsByUse,
 }
 
 impl SequentialBuckets {
     /// An empty window.
     #[must_use]
     pub fn new(window: RollingBuckets) -> Self {
-        let geometry = window.geometry();
+        // An empty window is the one created at tick 0: head, `cleaned` and every word 0.
+        Self::empty_at(window.geometry(), 0)
+    }
+
+    /// An empty window whose head has moved to `now`'s epoch (see
+    /// [`super::state::empty_words_at`], the words this stands for).
+    pub(super) fn empty_at(geometry: Geometry, now: u64) -> Self {
+        let head = geometry.epoch(now);
         Self {
             geometry,
-            word: 0,
-            cleaned: 0,
-            buckets: vec![0; geometry.physical as usize].into_boxed_slice(),
+            word: pack(head, 0),
+            cleaned: head,
+            buckets: BucketsByUse::fresh(head, geometry.slot(head)),
         }
     }
-}
 
-impl SequentialBuckets {
     pub(super) fn from_words(
         geometry: Geometry,
         word: u64,
@@ -52,8 +60,26 @@ impl SequentialBuckets {
             geometry,
             word,
             cleaned,
-            buckets: buckets.into_boxed_slice(),
+            buckets: BucketsByUse::from_words(buckets),
         }
+    }
+
+    /// The number of physical buckets, as an index bound.
+    #[inline]
+    fn physical(&self) -> usize {
+        self.geometry.physical as usize
+    }
+
+    /// Whether the bucket array is allocated (for the tests).
+    #[cfg(test)]
+    pub(super) fn buckets_allocated(&self) -> bool {
+        self.buckets.is_allocated()
+    }
+
+    /// Every bucket word, in slot order (for the tests).
+    #[cfg(test)]
+    pub(super) fn bucket_words(&self) -> Vec<u64> {
+        self.buckets.to_vec(self.physical())
     }
 }
 
@@ -80,19 +106,29 @@ impl BucketCells for SequentialBuckets {
         self.word = new;
         Ok(())
     }
+    #[inline]
     fn bucket(&self, slot: usize) -> u64 {
-        self.buckets[slot]
+        self.buckets.get(slot, self.physical())
     }
+    #[inline]
     fn replace_bucket(&mut self, slot: usize, current: u64, new: u64) -> Result<(), u64> {
-        debug_assert_eq!(self.buckets[slot], current);
-        self.buckets[slot] = new;
+        debug_assert_eq!(self.bucket(slot), current);
+        let physical = self.physical();
+        self.buckets.set(slot, physical, new);
         Ok(())
     }
+    #[inline]
     fn add_to_bucket(&mut self, slot: usize, n: u64) {
-        self.buckets[slot] += n;
+        let physical = self.physical();
+        self.buckets.add(slot, physical, n);
     }
     fn store_bucket(&mut self, slot: usize, value: u64) {
-        self.buckets[slot] = value;
+        let physical = self.physical();
+        self.buckets.set(slot, physical, value);
+    }
+    #[inline]
+    fn counts_only_in(&self) -> Option<usize> {
+        self.buckets.counts_only_in()
     }
 }
 
@@ -113,13 +149,14 @@ impl SequentialWindow for SequentialBuckets {
         self.geometry.limit()
     }
     fn export(&self) -> WindowState {
-        export_words(self.geometry, self.word, self.cleaned, &self.buckets)
+        let buckets = self.buckets.to_vec(self.physical());
+        export_words(self.geometry, self.word, self.cleaned, &buckets)
     }
     fn idle_from(&self) -> u64 {
         idle_from(self)
     }
     fn is_idle_by(&self, horizon: u64) -> bool {
-        !surely_live_by(self, horizon) && idle_from(self) <= horizon
+        is_idle_by(self, horizon)
     }
 }
 

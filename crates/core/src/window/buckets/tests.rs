@@ -285,7 +285,7 @@ fn run_both(window: RollingBuckets, ops: &[(u8, u64, u64)]) -> Vec<bool> {
             .iter()
             .map(|b| b.load(Ordering::Relaxed))
             .collect();
-        assert_eq!(s.buckets.to_vec(), buckets);
+        assert_eq!(s.bucket_words(), buckets);
         let (total, counts) = a.quiescent_totals();
         assert_eq!(total, counts, "quiescent total is the sum of the buckets");
         let (head, cleaned) = a.quiescent_epochs();
@@ -443,12 +443,12 @@ impl BucketCells for Contended {
         self.inner.replace_word(current, new)
     }
     fn bucket(&self, slot: usize) -> u64 {
-        self.inner.buckets[slot]
+        self.inner.bucket(slot)
     }
     fn replace_bucket(&mut self, slot: usize, current: u64, new: u64) -> Result<(), u64> {
-        if self.scheduled_failure() || self.inner.buckets[slot] != current {
+        if self.scheduled_failure() || self.inner.bucket(slot) != current {
             self.bucket_failures += 1;
-            return Err(self.inner.buckets[slot]);
+            return Err(self.inner.bucket(slot));
         }
         self.inner.replace_bucket(slot, current, new)
     }
@@ -488,7 +488,7 @@ fn lost_races_retry_and_keep_the_window_and_the_books() {
         assert!(cells.word_failures > 50, "the head-word retry path ran");
         assert!(cells.bucket_failures > 10, "the bucket retry path ran");
         // Quiescent books.
-        let counts: u64 = cells.inner.buckets.iter().map(|&b| low(b)).sum();
+        let counts: u64 = cells.inner.bucket_words().iter().map(|&b| low(b)).sum();
         assert_eq!(low(cells.inner.word), counts, "total == sum of the buckets");
         let head = decode(
             cells.inner.word,
@@ -586,6 +586,22 @@ fn a_window_made_at_the_first_call_answers_as_a_fresh_one() {
                     made_atomic.status(now),
                     "{context}"
                 );
+                // The sequential window keeps its buckets by use; its words are the atomic
+                // one's, and what the sweep reads of them agrees.
+                assert_eq!(made.export(), made_atomic.export().unwrap(), "{context}");
+                for horizon in [now.saturating_sub(width), now, now.saturating_add(width)] {
+                    assert_eq!(
+                        made.is_idle_by(horizon),
+                        fresh.is_idle_by(horizon),
+                        "{context}, horizon {horizon}"
+                    );
+                }
+                if step == 0 && first <= MAX_TICK {
+                    assert!(
+                        !made.buckets_allocated(),
+                        "{context}: the first call counts in the head's bucket alone"
+                    );
+                }
             }
         }
     }
