@@ -11,6 +11,9 @@
 //! only where they live differs. Nothing shrinks back: an array once allocated stays until
 //! the key is removed.
 //!
+//! The price is 16 bytes in every such window's header (the three numbers), allocated array
+//! or not; a window hit once saves its array (`NB` words) and the allocator's header.
+//!
 //! Not used by the lock-free form, whose words other threads CAS: a word moving from the
 //! header to the array would need a handshake of its own.
 
@@ -35,6 +38,8 @@ impl BucketsByUse {
     /// The words of a window created with its head at `head` (slot `head_slot`): every
     /// bucket tagged with the epoch it stands for, counts zero. Allocates nothing.
     pub(super) fn fresh(head: u64, head_slot: usize) -> Self {
+        // A slot is below the physical bucket count, at most 65,536 (MAX_PHYSICAL_BUCKETS).
+        debug_assert!(head_slot < 1 << 16, "slot {head_slot}");
         Self {
             all: Box::default(),
             head,
