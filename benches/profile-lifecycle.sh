@@ -75,7 +75,7 @@ for contender in "${contenders[@]}"; do
     valgrind --tool=callgrind --toggle-collect='lifecycle::measured*' \
         --callgrind-out-file="$out/$contender-churn.out" "$bin" count "$contender" "$calls" \
         > /dev/null 2> /dev/null
-    valgrind --tool=callgrind --toggle-collect='lifecycle::measured_zipf*' \
+    valgrind --tool=callgrind --toggle-collect='lifecycle::measured*' \
         --callgrind-out-file="$out/$contender-zipf.out" "$bin" count-zipf "$contender" "$calls" \
         > /dev/null 2> /dev/null
     for phase in create remove; do

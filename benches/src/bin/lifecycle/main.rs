@@ -40,6 +40,11 @@ const USAGE: &str = "usage: lifecycle count <contender> [calls] \
 /// automatic sweep to run several cycles.
 const WARM_UP: u64 = 400_000;
 
+/// A trace of calls: each gives the next call's key and tick.
+trait Calls {
+    fn next_call(&mut self) -> (u64, u64);
+}
+
 /// The churn: call `i` is at tick `i`, on a key drawn uniformly from [`KEYS`].
 struct Churn {
     keys: SplitMix64,
@@ -53,16 +58,13 @@ impl Churn {
             tick: 0,
         }
     }
+}
 
+impl Calls for Churn {
     #[inline(always)]
-    fn run(&mut self, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
-        let mut admitted = 0;
-        for _ in 0..calls {
-            let key = mix64(self.keys.below(KEYS));
-            self.tick += 1;
-            admitted += u64::from(limiter.check_and_hit(black_box(&key), black_box(self.tick)));
-        }
-        admitted
+    fn next_call(&mut self) -> (u64, u64) {
+        self.tick += 1;
+        (mix64(self.keys.below(KEYS)), self.tick)
     }
 }
 
@@ -91,67 +93,65 @@ impl ZipfCalls {
             call: 0,
         }
     }
+}
 
+impl Calls for ZipfCalls {
     #[inline(always)]
-    fn run(&mut self, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
-        let mut admitted = 0;
-        for _ in 0..calls {
-            let key = self.keys.get(self.call);
-            let tick = (self.call / ZIPF_CALLS_PER_TICK) as u64 + 1;
-            self.call += 1;
-            admitted += u64::from(limiter.check_and_hit(black_box(&key), black_box(tick)));
-        }
-        admitted
+    fn next_call(&mut self) -> (u64, u64) {
+        let call = (
+            self.keys.get(self.call),
+            (self.call / ZIPF_CALLS_PER_TICK) as u64 + 1,
+        );
+        self.call += 1;
+        call
     }
 }
 
-/// The calls callgrind counts.
-#[inline(never)]
-fn measured(churn: &mut Churn, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
-    churn.run(limiter, calls)
+#[inline(always)]
+fn run(trace: &mut impl Calls, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
+    let mut admitted = 0;
+    for _ in 0..calls {
+        let (key, tick) = trace.next_call();
+        admitted += u64::from(limiter.check_and_hit(black_box(&key), black_box(tick)));
+    }
+    admitted
 }
 
-/// The Zipf calls callgrind counts (the profile script's pattern matches both names).
+/// The calls callgrind counts (`lifecycle::measured*`, whichever trace).
 #[inline(never)]
-fn measured_zipf(zipf: &mut ZipfCalls, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
-    zipf.run(limiter, calls)
+fn measured(trace: &mut impl Calls, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
+    run(trace, limiter, calls)
 }
 
 #[inline(never)]
-fn warm_up_zipf(zipf: &mut ZipfCalls, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
-    zipf.run(limiter, calls)
+fn warm_up(trace: &mut impl Calls, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
+    run(trace, limiter, calls)
 }
 
-fn count_zipf(name: &str, calls: u64) -> ExitCode {
-    let Some(limiter) = build_for(name, Removal::Automatic, Trace::Zipf) else {
+/// Counts `calls` of `trace` after its warm-up, on the contender called `name`.
+fn count(name: &str, calls: u64, trace: Trace) -> ExitCode {
+    let Some(limiter) = build_for(name, Removal::Automatic, trace) else {
         eprintln!("unknown contender {name:?}; {USAGE}");
         return ExitCode::FAILURE;
     };
-    let mut zipf = ZipfCalls::new();
-    warm_up_zipf(&mut zipf, limiter.as_ref(), ZIPF_WARM_UP);
-    let admitted = measured_zipf(&mut zipf, limiter.as_ref(), calls);
-    println!(
-        "{name} (zipf): {calls} calls, {admitted} admitted, {} keys tracked",
-        limiter.tracked_keys()
-    );
-    ExitCode::SUCCESS
-}
-
-#[inline(never)]
-fn warm_up(churn: &mut Churn, limiter: &dyn RateLimiter<u64>, calls: u64) -> u64 {
-    churn.run(limiter, calls)
-}
-
-fn count(name: &str, calls: u64) -> ExitCode {
-    let Some(limiter) = build(name, Removal::Automatic) else {
-        eprintln!("unknown contender {name:?}; {USAGE}");
-        return ExitCode::FAILURE;
+    let admitted = match trace {
+        Trace::Churn => {
+            let mut churn = Churn::new();
+            warm_up(&mut churn, limiter.as_ref(), WARM_UP);
+            measured(&mut churn, limiter.as_ref(), calls)
+        }
+        Trace::Zipf => {
+            let mut zipf = ZipfCalls::new();
+            warm_up(&mut zipf, limiter.as_ref(), ZIPF_WARM_UP);
+            measured(&mut zipf, limiter.as_ref(), calls)
+        }
     };
-    let mut churn = Churn::new();
-    warm_up(&mut churn, limiter.as_ref(), WARM_UP);
-    let admitted = measured(&mut churn, limiter.as_ref(), calls);
+    let label = match trace {
+        Trace::Churn => "",
+        Trace::Zipf => " (zipf)",
+    };
     println!(
-        "{name}: {calls} calls, {admitted} admitted, {} keys tracked",
+        "{name}{label}: {calls} calls, {admitted} admitted, {} keys tracked",
         limiter.tracked_keys()
     );
     ExitCode::SUCCESS
@@ -224,21 +224,18 @@ fn time(rounds: u32, only: &[String]) -> ExitCode {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("count") => {
+        Some(mode @ ("count" | "count-zipf")) => {
             let Some(name) = args.get(1) else {
                 eprintln!("{USAGE}");
                 return ExitCode::FAILURE;
             };
             let calls = args.get(2).and_then(|c| c.parse().ok()).unwrap_or(200_000);
-            count(name, calls)
-        }
-        Some("count-zipf") => {
-            let Some(name) = args.get(1) else {
-                eprintln!("{USAGE}");
-                return ExitCode::FAILURE;
+            let trace = if mode == "count" {
+                Trace::Churn
+            } else {
+                Trace::Zipf
             };
-            let calls = args.get(2).and_then(|c| c.parse().ok()).unwrap_or(200_000);
-            count_zipf(name, calls)
+            count(name, calls, trace)
         }
         Some("phases") => {
             let Some(name) = args.get(1) else {

@@ -361,6 +361,16 @@ impl RollingBuckets {
         state::dropped_before(geometry, geometry.epoch(newest_tick))
     }
 
+    /// The geometry of `window`, one of this limit's windows (each built window's): this
+    /// limit's own when it has one window (a key's creation then clamps nothing again).
+    fn window_geometry(&self, window: Limit) -> Geometry {
+        if self.limit.is_layered() {
+            self.with_limit(window).geometry()
+        } else {
+            self.geometry()
+        }
+    }
+
     const fn geometry(&self) -> Geometry {
         Geometry {
             window_ticks: self.limit.window_ticks(),
@@ -411,18 +421,14 @@ impl Algorithm for RollingBuckets {
     }
 
     fn new_sequential_at(&self, now: u64) -> Layers<SequentialBuckets> {
-        if !self.limit.is_layered() {
-            // One window, this one's: its geometry needs no clamp (a key's creation).
-            return Layers::One(SequentialBuckets::empty_at(self.geometry(), now));
-        }
         Layers::build(self.limit, |window| {
-            SequentialBuckets::empty_at(self.with_limit(window).geometry(), now)
+            SequentialBuckets::empty_at(self.window_geometry(window), now)
         })
     }
 
     fn new_atomic_at(&self, now: u64) -> Layers<AtomicBuckets> {
         Layers::build(self.limit, |window| {
-            let geometry = self.with_limit(window).geometry();
+            let geometry = self.window_geometry(window);
             let (word, cleaned, buckets) = state::empty_words_at(geometry, now);
             AtomicBuckets::from_word_iter(geometry, word, cleaned, buckets)
         })
@@ -446,7 +452,7 @@ impl Algorithm for RollingBuckets {
     /// each rebucketed to its own geometry.
     fn sequential_from(&self, state: &WindowState) -> Layers<SequentialBuckets> {
         Layers::build(self.limit, |window| {
-            let geometry = self.with_limit(window).geometry();
+            let geometry = self.window_geometry(window);
             let state = state.for_target(window.window_ticks(), window.max_requests());
             let (word, cleaned, buckets) = state::words_from_state(geometry, &state);
             SequentialBuckets::from_words(geometry, word, cleaned, buckets)
@@ -455,7 +461,7 @@ impl Algorithm for RollingBuckets {
 
     fn atomic_from(&self, state: &WindowState) -> Layers<AtomicBuckets> {
         Layers::build(self.limit, |window| {
-            let geometry = self.with_limit(window).geometry();
+            let geometry = self.window_geometry(window);
             let state = state.for_target(window.window_ticks(), window.max_requests());
             let (word, cleaned, buckets) = state::words_from_state(geometry, &state);
             AtomicBuckets::from_words(geometry, word, cleaned, &buckets)
