@@ -4,19 +4,18 @@
 //! apart).
 
 use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets};
+use slidelimit_bench::clock::TICK_NS;
 use slidelimit_bench::deque_baseline::DequeLimiter;
+use slidelimit_bench::workload::{self, Workload};
 use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;
 use slidelimit_rwlock::RwLockLimiter;
 
-/// Distinct keys the churn draws from, uniformly (and the Zipf trace by rank).
+/// Distinct keys the churn draws from, uniformly.
 pub const KEYS: u64 = 1_000_000;
 /// The churn limit: 4 per 20,000 ticks.
 const MAX_REQUESTS: u64 = 4;
 pub const WINDOW_TICKS: u64 = 20_000;
-/// The Zipf trace's limit, the comparison's `zipf` workload's: 32 per 4,000 ticks.
-const ZIPF_MAX_REQUESTS: u64 = 32;
-const ZIPF_WINDOW_TICKS: u64 = 4_000;
 /// Buckets of the rolling-bucket contenders (as in the comparison runner).
 const BUCKETS: u64 = 8;
 
@@ -42,12 +41,17 @@ pub enum Removal {
     OnlyRemoveIdle,
 }
 
+/// The comparison's `zipf` workload, whose limit and keys the Zipf trace takes.
+pub fn zipf_workload() -> Workload {
+    workload::find("zipf").expect("the comparison defines a zipf workload")
+}
+
 /// The trace a contender is built for, which sets its limit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Trace {
     /// Key churn: 4 per 20,000 ticks.
     Churn,
-    /// The comparison's Zipf workload: 32 per 4,000 ticks.
+    /// The comparison's Zipf workload, with its limit.
     Zipf,
 }
 
@@ -61,7 +65,10 @@ pub fn build_for(name: &str, removal: Removal, trace: Trace) -> Option<Box<dyn R
     let limit = move || {
         let (max_requests, window_ticks) = match trace {
             Trace::Churn => (MAX_REQUESTS, WINDOW_TICKS),
-            Trace::Zipf => (ZIPF_MAX_REQUESTS, ZIPF_WINDOW_TICKS),
+            Trace::Zipf => {
+                let zipf = zipf_workload();
+                (zipf.max_requests, zipf.window_ns / TICK_NS)
+            }
         };
         Limit::new(max_requests, window_ticks).expect("a valid limit")
     };

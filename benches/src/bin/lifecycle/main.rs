@@ -27,9 +27,9 @@ use std::time::Instant;
 use slidelimit::RateLimiter;
 use slidelimit_trace::rng::{mix64, SplitMix64};
 
-use slidelimit_bench::workload::{KeyStream, Keys};
+use slidelimit_bench::workload::KeyStream;
 
-use contenders::{build, build_for, Removal, Trace, ALL as CONTENDERS, KEYS};
+use contenders::{build, build_for, zipf_workload, Removal, Trace, ALL as CONTENDERS, KEYS};
 
 const USAGE: &str = "usage: lifecycle count <contender> [calls] \
      | lifecycle count-zipf <contender> [calls] \
@@ -68,8 +68,8 @@ impl Calls for Churn {
     }
 }
 
-/// The comparison's Zipf workload on one thread: ranks drawn from a Zipf(1M, 1) law (its
-/// key stream, generated before the run), one tick every [`ZIPF_CALLS_PER_TICK`] calls.
+/// The comparison's Zipf workload on one thread: its keys (a key stream generated before the
+/// run from the workload's Zipf law), one tick every [`ZIPF_CALLS_PER_TICK`] calls.
 struct ZipfCalls {
     keys: KeyStream,
     call: usize,
@@ -84,12 +84,8 @@ const ZIPF_WARM_UP: u64 = 1_000_000;
 
 impl ZipfCalls {
     fn new() -> Self {
-        let keys = Keys::Zipf {
-            keys: KEYS,
-            exponent: 1.0,
-        };
         Self {
-            keys: KeyStream::generate(keys, 1 << 21, 0x5EED_0033),
+            keys: KeyStream::generate(zipf_workload().keys, 1 << 21, 0x5EED_0033),
             call: 0,
         }
     }
