@@ -23,6 +23,8 @@ cargo clippy -p slidelimit-redis --features cluster --all-targets --locked -- -D
 cargo clippy -p slidelimit-cli --features bench --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit-trace --all-features --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit --features tokio --all-targets --locked -- -D warnings
+# Feature `fast-barrier`: seize's process-wide barrier and its batch of 128 (keyed/map.rs).
+cargo clippy -p slidelimit --features fast-barrier --all-targets --locked -- -D warnings
 # Feature `metrics` of every crate that has it (the lock crates forward it to the core; the
 # Redis crate's with `tokio`, for the async limiter's counts).
 cargo clippy -p slidelimit -p slidelimit-mutex -p slidelimit-per-key-lock -p slidelimit-rwlock \

@@ -29,6 +29,10 @@ cargo test -p slidelimit --features metrics --locked --test it -- metrics
 cargo test -p slidelimit --features metrics --locked --doc
 cargo test -p slidelimit-tower --features metrics --locked --test it -- metrics
 cargo test -p slidelimit-redis --features tokio,metrics --locked --test it -- metrics
+# Feature `fast-barrier` (seize's process-wide barrier, a reclamation batch of 128): the
+# stress tests, whose key churn retires and frees entries from several threads, and the
+# removal and seal tests.
+cargo test -p slidelimit --features fast-barrier --locked --test it -- stress removal seal
 echo "cargo test: $(( $(date +%s) - start )) s"
 
 bash ci/loom.sh

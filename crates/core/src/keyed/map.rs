@@ -9,17 +9,25 @@ use std::hash::Hash;
 use super::KeyHasher;
 
 /// Entries retired per thread before seize tries to free them (its default is 32 per thread,
-/// or the CPU count). Each attempt issues a process-wide barrier (`membarrier` on Linux, an
-/// IPI to every core running one of the process's threads), and the batch is freed at once
-/// by whichever thread drops it last. Under key churn at two threads those barriers were the
-/// largest cost (18 % of the samples at 64), and each batch freed in one call is a tail
-/// latency at one thread. Measured side by side (`results/reclaim-batch.md`): 64 gave p99.9
-/// 6 µs at one thread and no rise from one thread to two; 128 gives 8 µs and 1.2 times;
-/// 256, 15 µs and 1.33 times; 512, 19-27 µs and 1.4 times. Measured again without the
-/// benchmark's counting allocator: 31 (a batch glibc serves without folding its freed blocks)
-/// cost two threads a quarter of their churn throughput and left the one-thread p99.9 where
-/// it was (18-24 µs either way on that VM).
-#[cfg(not(slidelimit_loom))]
+/// or the CPU count). The batch is freed at once by whichever thread drops it last, so its
+/// size is a tail latency: at one thread the call that fills a batch frees it.
+///
+/// 31 by default: 31 entries of 32 bytes (992) stay below glibc's large-request size, so
+/// starting a batch does not make glibc fold every freed small block first
+/// (`malloc_consolidate`, 6 % of the lock-free limiter's instructions per churn call at 128).
+/// A small batch is cheap because papaya and seize are built without `fast-barrier` (see the
+/// workspace manifest): a batch then costs one fence. Side by side (`results/seize-barrier.md`):
+/// fences with a batch of 31 against the barrier with 128, p99.9 on churn at one thread 22
+/// against 34-36 µs, at two threads 24-52 against 46-58 µs, throughput within the VM's noise.
+#[cfg(all(not(slidelimit_loom), not(feature = "fast-barrier")))]
+const RECLAIM_BATCH: usize = 31;
+
+/// With `fast-barrier` every batch issues a process-wide barrier (`membarrier`: an interrupt
+/// to every core running one of the process's threads, about 11 µs at two threads on the
+/// 2-core VM), so a batch must be large enough for the barriers to stay rare: at 31 two
+/// threads lost a quarter of their churn throughput, at 512 the one-thread p99.9 tripled;
+/// 128 was the compromise (`results/reclaim-batch.md`).
+#[cfg(all(not(slidelimit_loom), feature = "fast-barrier"))]
 const RECLAIM_BATCH: usize = 128;
 
 #[cfg(not(slidelimit_loom))]
