@@ -1,12 +1,13 @@
 //! The lock-free limiter: atomic windows in a lock-free map, removed by sealing.
 //!
 //! The hot path for an existing key: one papaya lookup (its guard is a thread-local
-//! reservation: a plain store on entry, a swap on the thread's own word on exit), then, in the
-//! entry the lookup returned (stored in papaya's node beside the key), the entry's removal
-//! watermark and the window's own fast path. For the exact log in order, an admission is the
-//! `blocked_until` load, the slot loads from the cursor's line to the oldest slot, and one CAS
-//! (the cursor is stored once per line of 8 slots); a refusal of a saturated key is the
-//! `blocked_until` load alone. No pin, no lock, no `SeqCst`: a sweeper removes an entry by
+//! reservation: a `SeqCst` store on entry, a plain one with the feature `fast-barrier`, and a
+//! swap on exit, all on the thread's own word), then, in the entry the lookup returned (stored
+//! in papaya's node beside the key), the entry's removal watermark and the window's own fast
+//! path. For the exact log in order, an admission is the `blocked_until` load, the slot loads
+//! from the cursor's line to the oldest slot, and one CAS (the cursor is stored once per line
+//! of 8 slots); a refusal of a saturated key is the `blocked_until` load alone. Beyond the
+//! guard, no lock and no `SeqCst`: a sweeper removes an entry by
 //! sealing its window's own words with CAS (see [`crate::window::ring`] and
 //! [`crate::window::buckets`]), so the writer's own CAS is the handshake.
 
