@@ -26,7 +26,9 @@ const RECLAIM_BATCH: usize = 31;
 /// to every core running one of the process's threads, about 11 µs at two threads on the
 /// 2-core VM), so a batch must be large enough for the barriers to stay rare: at 31 two
 /// threads lost a quarter of their churn throughput, at 512 the one-thread p99.9 tripled;
-/// 128 was the compromise (`results/reclaim-batch.md`).
+/// 128 was the compromise (`results/reclaim-batch.md`). This cfg sees only this crate's
+/// feature: a build where another crate turns on papaya's or seize's `fast-barrier` gets the
+/// barrier with the batch of 31 unless it enables this feature too (the crate README says so).
 #[cfg(all(not(slidelimit_loom), feature = "fast-barrier"))]
 const RECLAIM_BATCH: usize = 128;
 
