@@ -17,8 +17,9 @@ use super::KeyHasher;
 /// (`malloc_consolidate`, 6 % of the lock-free limiter's instructions per churn call at 128).
 /// A small batch is cheap because papaya and seize are built without `fast-barrier` (see the
 /// workspace manifest): a batch then costs one fence. Side by side (`results/seize-barrier.md`):
-/// fences with a batch of 31 against the barrier with 128, p99.9 on churn at one thread 22
-/// against 34-36 µs, at two threads 24-52 against 46-58 µs, throughput within the VM's noise.
+/// fences with a batch of 31 against the barrier with 128, the lock-free limiter's p99.9 on
+/// churn at one thread 20-26 against 21-40 µs, at two threads 20-53 (most near 24) against
+/// 44-101 µs, throughput within the VM's noise.
 #[cfg(all(not(slidelimit_loom), not(feature = "fast-barrier")))]
 const RECLAIM_BATCH: usize = 31;
 
