@@ -58,6 +58,8 @@ mutants=(
     "layers_undo_by_store layers"
     "swap_without_retire limits"
     "hit_drop_unpublished limits"
+    "inline_seal_with_store inline"
+    "inline_drops_second_hit inline"
 )
 
 log=$(mktemp)

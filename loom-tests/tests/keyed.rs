@@ -3,7 +3,10 @@
 //! writer racing a sweeper, two sweepers, a hit between a sweeper's look and its seal, two
 //! first-time writers), M5 (a seal given back), M6 (a late
 //! writer below the watermark), M7 (the rolling buckets' seal) and M8 (the automatic sweep's
-//! look at a due key, racing a writer).
+//! look at a due key, racing a writer). A key hit once keeps its ring inline (one slot in the
+//! ring's header, `crates/core/src/window/ring/atomic/inline.rs`), so the one-hit models run
+//! on that form; M1b (M1 with the slots allocated) and M5 run on the allocated form, and
+//! `inline.rs` models the growth from one to the other.
 //! (The plan's M5, a sweeper racing a replace API, has no subject: no such API exists; the
 //! number is reused.)
 //!
@@ -135,6 +138,42 @@ fn m1_sweeper_vs_writer() {
     });
 }
 
+/// M1b: M1 on a ring with its slots allocated (a key hit once keeps its ring inline, see
+/// `inline.rs`; M1 runs on that form). Limit 2, hits at 4 and 5 (the second grew the ring),
+/// both idle for a sweep at 30; the writer's `check_and_hit(31)` is always admitted and the
+/// key's current entry must hold it.
+fn m1b_sweeper_vs_writer_allocated() {
+    check("keyed::m1b_sweeper_vs_writer_allocated", || {
+        let limiter = limiter_of(2, &[4, 5]);
+        assert_eq!(
+            current_entry(&limiter).map(|ring| ring.slots),
+            Some(vec![5, 6]),
+            "the second hit allocated the slots"
+        );
+        let writer = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.check_and_hit(&KEY, 31))
+        };
+        let sweeper = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.remove_idle(SWEEP_AT))
+        };
+        let admitted = writer.join().unwrap();
+        let removed = sweeper.join().unwrap();
+        assert!(admitted, "31 is admitted: 4 and 5 have expired");
+        assert!(removed <= 1);
+        assert_window_safe(&[4, 5, 31], 2);
+        let ring = current_entry(&limiter)
+            .unwrap_or_else(|| panic!("lost hit: the key has no entry, yet 31 must count"));
+        assert_no_seal(&ring.slots);
+        assert!(
+            ring.ticks().contains(&31),
+            "lost hit: 31 is not in the key's current entry {:?}",
+            ring.ticks()
+        );
+    });
+}
+
 /// M2: two sweepers and two writers. Two sweepers (one spawned, one on the model's main
 /// thread) race each other and a writer `check_and_hit(30)`, which is always admitted (5 has
 /// expired, the watermark is 15) and whose hit must survive both sweeps. A second writer,
@@ -235,15 +274,21 @@ fn m4_one_entry_for_new_key() {
     });
 }
 
-/// M5: a seal given back. Limit 2, one hit admitted at 18 (slot 0; slot 1 is empty), idle
-/// for a sweep at 30. `hit(25)` races the sweep: the sweeper may seal slot 0 and then find
-/// 25 in slot 1, and must restore slot 0; or seal both first, and the hit goes on into a
-/// fresh entry. Either way the current entry holds 25 and no slot is left sealed, and a
+/// M5: a seal given back. Limit 2, hits admitted at 18 then 8 (slot 0 and, once the second
+/// hit allocated the slots, slot 1), both idle for a sweep at 30. `hit(25)` replaces the
+/// older, 8 in slot 1, racing the sweep: the sweeper may seal slot 0 and then find 25 in
+/// slot 1, and must restore slot 0; or seal both first, and the hit goes on into a fresh
+/// entry. Either way the current entry holds 25 and no slot is left sealed, and a
 /// `check_and_hit(31)` afterwards is admitted (only 25 is live for it; a watermark is at
 /// most 28).
 fn m5_seal_given_back() {
     check("keyed::m5_seal_given_back", || {
-        let limiter = limiter_of(2, &[18]);
+        let limiter = limiter_of(2, &[18, 8]);
+        assert_eq!(
+            current_entry(&limiter).map(|ring| ring.slots),
+            Some(vec![19, 9]),
+            "18 in slot 0, 8 in slot 1"
+        );
         let hitter = {
             let limiter = Arc::clone(&limiter);
             thread::spawn(move || limiter.hit(&KEY, 25))
@@ -390,6 +435,11 @@ fn m1() {
 }
 
 #[test]
+fn m1b() {
+    m1b_sweeper_vs_writer_allocated();
+}
+
+#[test]
 fn m2() {
     m2_two_sweepers_two_writers();
 }
@@ -428,12 +478,21 @@ fn m8() {
 // one and runs only these), where the model must fail with the named check.
 
 /// X7: a sweeper that seals a slot with a load and a store instead of a CAS overwrites a
-/// writer's hit that landed in between, and removes the entry with it.
+/// writer's hit that landed in between, and removes the entry with it: in the inline form
+/// (M1) and with the slots allocated (M1b).
 #[test]
 #[cfg(slidelimit_loom_mutant = "seal_with_store")]
 #[should_panic(expected = "lost hit:")]
 fn mutant_seal_with_store_caught_by_m1() {
     m1_sweeper_vs_writer();
+}
+
+/// X7 on the allocated form (see above).
+#[test]
+#[cfg(slidelimit_loom_mutant = "seal_with_store")]
+#[should_panic(expected = "lost hit:")]
+fn mutant_seal_with_store_caught_by_m1b() {
+    m1b_sweeper_vs_writer_allocated();
 }
 
 /// X8: a sweeper that gives up without restoring the slots it sealed leaves the live entry

@@ -17,7 +17,7 @@ use crate::limit::Limit;
 use crate::sync::{AtomicU64, Ordering};
 use crate::window::ring::ExactLog;
 use crate::window::state::WindowState;
-use crate::window::{Algorithm, AtomicWindow, Retired, Status, WindowStatuses};
+use crate::window::{Algorithm, AtomicWindow, Outgrown, Retired, Status, WindowStatuses};
 
 /// The lock-free keyed limiter. `LockFreeLimiter::new(limit)` gives the exact sliding log.
 ///
@@ -137,5 +137,21 @@ impl<W: Algorithm> GuardedEntry for LockFreeEntry<W> {
 
     fn idle_from_hint(&self) -> u64 {
         self.window.fresh_from_hint()
+    }
+
+    fn needs_slots(&self) -> bool {
+        self.window.needs_slots()
+    }
+
+    fn seal_for_growth(&self) -> Option<Outgrown> {
+        self.window.seal_for_growth()
+    }
+
+    fn grown(&self, outgrown: Outgrown, watermark: u64) -> Option<Self> {
+        Some(Self {
+            watermark: EntryWatermark::resolved(watermark),
+            limits_version: AtomicU64::new(self.limits_version()),
+            window: self.window.grown(outgrown)?,
+        })
     }
 }

@@ -207,6 +207,38 @@ pub trait AtomicWindow: Send + Sync + 'static {
     /// seal: when the automatic sweep should look at the key again (a later write only moves
     /// it later, and the sweep's look then finds the key live and asks again).
     fn fresh_from_hint(&self) -> u64;
+    /// Whether an operation that answered `Err(Retired)` did so because the window keeps its
+    /// state in a form too small for the write (an exact log's inline ring, see
+    /// `window/ring/atomic/inline.rs`), not because it was sealed: the keyed limiter then
+    /// replaces the entry by one built from its state ([`Self::seal_for_swap`]), which
+    /// allocates the full form. False for windows that are always full.
+    fn needs_slots(&self) -> bool {
+        false
+    }
+    /// Seals the window for good so that it can be replaced by its full form, and returns
+    /// what [`Self::grown`] needs to build that form; `None` if it is sealed, or not in a
+    /// small form (see [`Self::needs_slots`]).
+    fn seal_for_growth(&self) -> Option<Outgrown> {
+        None
+    }
+    /// The full form of this window, sealed by [`Self::seal_for_growth`], holding exactly
+    /// what it held (so it answers every later call as this window would have); `None` for a
+    /// window that has no small form.
+    fn grown(&self, outgrown: Outgrown) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        let _ = outgrown;
+        None
+    }
+}
+
+/// What an exact log's inline ring held when it was sealed for growth: its one slot's value
+/// and its probe hint (see `window/ring/atomic/inline.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outgrown {
+    pub(crate) first: u64,
+    pub(crate) cursor: u32,
 }
 
 /// An operation met a window sealed for removal: it decided and recorded nothing; look the

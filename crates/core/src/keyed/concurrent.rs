@@ -22,7 +22,7 @@ use crate::sync::retry_hint;
 use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::ring::ExactLog;
 use crate::window::state::WindowState;
-use crate::window::{Algorithm, Retired, Status, WeightError, WindowStatuses};
+use crate::window::{Algorithm, Outgrown, Retired, Status, WeightError, WindowStatuses};
 
 /// One key's guarded window in a [`EntryGuardedLimiter`] map.
 ///
@@ -107,6 +107,31 @@ pub trait GuardedEntry: Send + Sync + 'static {
     /// when the automatic sweep looks at the key again (see
     /// [`crate::window::AtomicWindow::fresh_from_hint`]).
     fn idle_from_hint(&self) -> u64;
+
+    /// Whether an operation that answered `Err(Retired)` did so because the window needs a
+    /// larger form (see [`crate::window::AtomicWindow::needs_slots`]): the limiter then
+    /// replaces the entry by one built from its state. False for entries that never do.
+    fn needs_slots(&self) -> bool {
+        false
+    }
+
+    /// Retires the entry for good so that [`Self::grown`] can replace it (see
+    /// [`crate::window::AtomicWindow::seal_for_growth`]); `None` if someone else retired it,
+    /// or it has no smaller form.
+    fn seal_for_growth(&self) -> Option<Outgrown> {
+        None
+    }
+
+    /// The entry that replaces this one, sealed by [`Self::seal_for_growth`]: the same limit
+    /// and limits version, watermark `watermark`, the window in its full form holding exactly
+    /// what this one held.
+    fn grown(&self, outgrown: Outgrown, watermark: u64) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        let _ = (outgrown, watermark);
+        None
+    }
 }
 
 /// A keyed limiter over a concurrent map whose entries guard their own windows.
@@ -274,6 +299,37 @@ where
         Err(Retired)
     }
 
+    /// Replaces `entry`, whose window needs a larger form than it has (a key's inline ring
+    /// meeting its second hit, see [`GuardedEntry::needs_slots`]), by the same entry in the
+    /// full form, through the replacement handshake: retire it for good, then swap by pointer
+    /// identity. If someone else retired it first nothing happens; the caller looks again
+    /// either way.
+    #[cold]
+    #[inline(never)]
+    fn grow<Q>(&self, key: &Q, entry: &E)
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let watermark = self.watermark_of(key, entry);
+        let Some(outgrown) = entry.seal_for_growth() else {
+            return;
+        };
+        // Built again only if papaya's replacement has to retry (the first build went into
+        // a failed attempt).
+        let mut first = entry.grown(outgrown, watermark);
+        let replaced = self.map.replace_same(key, entry, || {
+            first
+                .take()
+                .or_else(|| entry.grown(outgrown, watermark))
+                .expect("an entry sealed for growth has a grown form")
+        });
+        debug_assert!(
+            replaced,
+            "a retired entry is unlinked or replaced only by its retirer"
+        );
+    }
+
     /// Replaces `entry` (the entry of `key`, just found in the map) by `make(its state, its
     /// watermark)`, through the removal handshake: retire it for good (no write lands in it
     /// afterwards), then swap the new entry in by pointer identity. If someone else retired
@@ -365,7 +421,11 @@ where
                 },
                 |entry| {
                     self.ensure_current_limit(key, entry, version)?;
-                    op(self.watermark_of(key, entry), entry)
+                    op(self.watermark_of(key, entry), entry).inspect_err(|_| {
+                        if entry.needs_slots() {
+                            self.grow(key, entry);
+                        }
+                    })
                 },
             );
             insertions += usize::from(inserted);

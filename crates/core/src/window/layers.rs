@@ -50,7 +50,9 @@
 use std::ops::Deref;
 
 use crate::limit::{Limit, MAX_WINDOWS};
-use crate::window::{AtomicWindow, Retired, SequentialWindow, Status, WindowState, WindowStatuses};
+use crate::window::{
+    AtomicWindow, Outgrown, Retired, SequentialWindow, Status, WindowState, WindowStatuses,
+};
 
 /// One window's admission in two steps, for a window of a layered limit under a lock.
 pub trait SequentialLayer: SequentialWindow {
@@ -396,6 +398,25 @@ impl<W: AtomicLayer> AtomicWindow for Layers<W> {
 
     fn seal_for_swap(&self) -> Option<WindowState> {
         self.widest().seal_for_swap()
+    }
+
+    fn needs_slots(&self) -> bool {
+        // A layered limit's windows are built full.
+        matches!(self, Self::One(window) if window.needs_slots())
+    }
+
+    fn seal_for_growth(&self) -> Option<Outgrown> {
+        match self {
+            Self::One(window) => window.seal_for_growth(),
+            Self::Many(_) => None,
+        }
+    }
+
+    fn grown(&self, outgrown: Outgrown) -> Option<Self> {
+        match self {
+            Self::One(window) => window.grown(outgrown).map(Self::One),
+            Self::Many(_) => None,
+        }
     }
 
     fn fresh_from_hint(&self) -> u64 {

@@ -154,6 +154,15 @@ impl Algorithm for ExactLog {
         Layers::build(self.limit, AtomicRing::new)
     }
 
+    /// A single window starts inline (`atomic/inline.rs`): a key hit once never allocates its
+    /// slots; the keyed limiter replaces the entry when a hit needs a second slot.
+    fn new_atomic_at(&self, _now: u64) -> Layers<AtomicRing> {
+        if self.limit.is_layered() {
+            return self.new_atomic();
+        }
+        Layers::One(AtomicRing::inline(self.limit))
+    }
+
     fn with_limit(&self, limit: Limit) -> Self {
         Self::new(limit)
     }

@@ -1,7 +1,8 @@
 //! The exact log in atomics: admissions are CASes on slots, never a lock; a sweeper removes
 //! a ring by sealing its slots ([`seal`]); a re-sort puts the values back in time order under
-//! a seal of its own ([`resort`]).
+//! a seal of its own ([`resort`]); a new key's ring keeps its first slot inline ([`inline`]).
 
+mod inline;
 mod resort;
 mod seal;
 
@@ -13,7 +14,7 @@ use crate::sync::{retry_hint, AtomicU32, AtomicU64, Ordering};
 use crate::window::layers::AtomicLayer;
 use crate::window::state::Carried;
 use crate::window::state::WindowState;
-use crate::window::{AtomicWindow, Retired, Status};
+use crate::window::{AtomicWindow, Outgrown, Retired, Status};
 
 /// Words after the slots: the displacement, the carried hits' tick and their count.
 const AFTER_SLOTS: usize = 3;
@@ -186,7 +187,7 @@ impl AtomicRing {
     /// loom models of the re-sort; false if it gave up.
     #[cfg(slidelimit_loom)]
     pub fn resort_for_model(&self) -> bool {
-        self.resort()
+        !self.is_inline() && self.resort()
     }
 
     // Hidden: a hook for the tests, loom models and benchmarks to inspect quiescent
@@ -196,6 +197,9 @@ impl AtomicRing {
     /// in tests and models.
     #[must_use]
     pub fn slot_values(&self) -> Vec<u64> {
+        if self.is_inline() {
+            return self.inline_slot_values();
+        }
         self.slots()
             .iter()
             // Acquire: pairs with the slot CASes, so a quiescent reader sees their values.
@@ -209,6 +213,10 @@ impl AtomicRing {
     /// The current `blocked_until` hint, for quiescent checks in tests and models.
     #[must_use]
     pub fn blocked_until_hint(&self) -> u64 {
+        if self.is_inline() {
+            // The inline form keeps no bound (its word is slot 0).
+            return 0;
+        }
         // Acquire: pairs with the AcqRel fetch_max that raised it.
         self.blocked_until.load(Ordering::Acquire)
     }
@@ -374,26 +382,53 @@ impl AtomicWindow for AtomicRing {
     #[inline]
     fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        if self.is_inline() {
+            return hit(&mut self.inline_cells(), now);
+        }
         hit(&mut AtomicCells::of(self), now)
     }
     #[inline]
     fn check_and_hit_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        if self.is_inline() {
+            return check_and_hit(&mut self.inline_cells(), now);
+        }
         check_and_hit(&mut AtomicCells::of(self), now)
     }
     #[inline]
     fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        if self.is_inline() {
+            return allowed(&self.inline_cells(), now);
+        }
         allowed(&AtomicCells::of(self), now)
     }
     fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
+        if self.is_inline() {
+            return status(&self.inline_cells(), now);
+        }
         status(&AtomicCells::of(self), now)
     }
     fn limit(&self) -> Limit {
+        if self.is_inline() {
+            return self.inline_limit();
+        }
         limit_of(self.slots().len(), self.window_ticks)
     }
+    fn needs_slots(&self) -> bool {
+        AtomicRing::needs_slots(self)
+    }
+    fn seal_for_growth(&self) -> Option<Outgrown> {
+        self.inline_seal_for_growth()
+    }
+    fn grown(&self, outgrown: Outgrown) -> Option<Self> {
+        self.inline_grown(outgrown)
+    }
     fn export(&self) -> Result<WindowState, Retired> {
+        if self.is_inline() {
+            return self.inline_export();
+        }
         /// Double collects tried before holding writers off with a re-sort's seal.
         const OPTIMISTIC_ATTEMPTS: usize = 4;
         let mut attempts = 0;
@@ -425,6 +460,9 @@ impl AtomicWindow for AtomicRing {
         }
     }
     fn seal_for_swap(&self) -> Option<WindowState> {
+        if self.is_inline() {
+            return self.inline_seal_for_swap();
+        }
         self.seal_all()
             .map(|values| WindowState::from_slot_values(values, self.carried(), self.window_ticks))
     }
@@ -435,6 +473,9 @@ impl AtomicWindow for AtomicRing {
         // A look at the slot written last first: most entries a sweep visits are live, and
         // in time order that slot holds the newest hit. The seal judges every slot itself
         // (a re-sort under way makes it give up: it meets the re-sort's seal).
+        if self.is_inline() {
+            return self.inline_try_seal(horizon);
+        }
         let cells = AtomicCells::of(self);
         let capacity = cells.capacity();
         let newest_written = cells.slot((cells.cursor() + capacity - 1) % capacity);
@@ -452,6 +493,13 @@ impl AtomicLayer for AtomicRing {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
         // A reservation that may be undone never re-sorts: an undo trusts the slot it
         // reserved (see `undo`).
+        if self.is_inline() {
+            return if final_window {
+                self.inline_reserve::<true>(now)
+            } else {
+                self.inline_reserve::<false>(now)
+            };
+        }
         let cells = &mut AtomicCells::of(self);
         if final_window {
             reserve::<_, true, RingTaken>(cells, now)
@@ -461,9 +509,15 @@ impl AtomicLayer for AtomicRing {
     }
     fn commit(&self, _taken: RingTaken) {}
     fn undo(&self, taken: RingTaken) {
+        if self.is_inline() {
+            return self.inline_undo(taken);
+        }
         undo(&mut AtomicCells::of(self), taken);
     }
     fn fresh_from(&self) -> u64 {
+        if self.is_inline() {
+            return self.inline_fresh_from();
+        }
         // A narrower window of a layered limit is never sealed, so every value is a tick.
         let newest = self
             .slots()

@@ -2,6 +2,7 @@
 
 use super::algorithm::idle_from_newest;
 use super::*;
+use crate::window::state::Carried;
 use crate::window::{AtomicWindow, Retired, SequentialWindow, MAX_TICK};
 
 fn ring(max: u64, window: u64) -> SequentialRing {
@@ -231,6 +232,104 @@ fn forms_agree_and_the_known_order_is_true_on_random_traces() {
             assert_eq!(seq.idle_from(), idle_from_newest(newest, window), "{what}");
         }
     }
+}
+
+/// The inline form against the allocated one on random traces in any order: an inline ring
+/// (grown by hand, as the keyed limiter grows it, whenever an operation answers `Retired`
+/// with [`AtomicRing::needs_slots`]) answers every call as a ring allocated from the start
+/// does and, once grown, holds the same slots in the same places with the same cursor. An
+/// inline ring never answers `Retired` without needing its slots, reads never need them, and
+/// it grows at most once, on the first write that needs a second slot (or, at `N` = 1, a
+/// forced hit that drops a live one).
+#[test]
+fn the_inline_form_answers_as_the_allocated_one_on_random_traces() {
+    let mut random = XorShift(0x9E37_79B9_7F4A_7C15);
+    for round in 0..300 {
+        let max = 1 + random.below(12);
+        let window = 1 + random.below(40);
+        let limit = Limit::new(max, window).unwrap();
+        let allocated = AtomicRing::new(limit);
+        let mut ring = AtomicRing::inline(limit);
+        assert_eq!(ring.limit(), limit);
+        let mut grown_at = None;
+        let mut clock = 0u64;
+        let late_share = random.below(4); // of 8
+        for call in 0..60 {
+            clock += random.below(3);
+            let now = if random.below(8) < late_share {
+                clock.saturating_sub(random.below(3 * window))
+            } else {
+                clock
+            };
+            let what = format!("round {round} call {call} now {now} (N {max}, W {window})");
+            let operation = random.below(10);
+            loop {
+                let answered = match operation {
+                    0..=5 => ring.check_and_hit_n(now, 1).map(|admitted| {
+                        assert_eq!(Ok(admitted), allocated.check_and_hit_n(now, 1), "{what}");
+                    }),
+                    6 | 7 => ring
+                        .hit_n(now, 1)
+                        .map(|()| allocated.hit_n(now, 1).unwrap()),
+                    8 => ring.allowed_n(now, 1).map(|allowed| {
+                        assert_eq!(Ok(allowed), allocated.allowed_n(now, 1), "{what}");
+                    }),
+                    _ => ring.status(now).map(|status| {
+                        assert_eq!(Ok(status), allocated.status(now), "{what}");
+                    }),
+                };
+                if answered.is_ok() {
+                    break;
+                }
+                assert!(ring.needs_slots(), "{what}: Retired only to grow");
+                assert!(operation <= 7, "{what}: a read never needs the slots");
+                assert_eq!(grown_at, None, "{what}: grown once");
+                let outgrown = ring.seal_for_growth().expect("an inline ring seals");
+                assert!(!ring.needs_slots(), "{what}: sealed for good");
+                ring = ring.grown(outgrown).expect("an inline ring grows");
+                grown_at = Some(call);
+            }
+            assert_eq!(ring.slot_values(), allocated.slot_values(), "{what}");
+            assert_eq!(ring.limit(), limit, "{what}");
+            assert_eq!(
+                ring.fresh_from_hint(),
+                allocated.fresh_from_hint(),
+                "{what}"
+            );
+        }
+        // (`blocked_until` is a hint: an inline ring at `N` = 1 keeps none, so the two may
+        // differ there while every answer agrees.)
+        assert_eq!(ring.export(), allocated.export(), "round {round}");
+    }
+}
+
+/// An inline ring's seals: the sweeper's (only when its hit is expired for the horizon) and
+/// the replacement's are both for good, and a sealed inline ring answers `Retired` without
+/// asking to grow.
+#[test]
+fn an_inline_ring_is_sealed_for_good() {
+    let limit = Limit::new(3, 10).unwrap();
+    let ring = AtomicRing::inline(limit);
+    assert_eq!(ring.check_and_hit_n(5, 1), Ok(true));
+    assert_eq!(ring.try_seal(14), None, "5 is live for 14");
+    assert_eq!(ring.try_seal(15), Some(15));
+    assert_eq!(ring.check_and_hit_n(20, 1), Err(Retired));
+    assert!(!ring.needs_slots());
+    assert_eq!(ring.seal_for_growth(), None);
+    assert_eq!(ring.seal_for_swap(), None);
+    assert_eq!(ring.export(), Err(Retired));
+
+    let swapped = AtomicRing::inline(limit);
+    assert_eq!(swapped.check_and_hit_n(5, 1), Ok(true));
+    let state = swapped.seal_for_swap().expect("not sealed yet");
+    assert_eq!(
+        state,
+        AtomicRing::from_slot_values(limit, vec![6, 0, 0], Carried::NONE)
+            .export()
+            .unwrap()
+    );
+    assert_eq!(swapped.hit_n(6, 1), Err(Retired));
+    assert_eq!(swapped.try_seal(100), None);
 }
 
 /// N = 1000 at the limit rate (one admission per tick, W = N): in order, an admission reads
