@@ -1,5 +1,6 @@
 //! Loom models of runtime limit changes on the keyed lock-free limiter (`LimitControl` on
-//! `LockFreeLimiter`): L1–L5 (lowering and raising the default racing writers, a change racing the sweeper, a per-key
+//! `LockFreeLimiter`): L1–L5 and L1b (lowering and raising the default racing writers, L1 on
+//! a ring with its slots allocated, a change racing the sweeper, a per-key
 //! override, the buckets), L8 and L9 (the buckets with a sweeper,
 //! a re-sort), L6 and L7, the weight bound under racing changes (they found a lost update
 //! in the core, fixed by running changes one at a time: see their docs), and L10 (a forced
@@ -157,6 +158,37 @@ fn l1_lower_vs_writer() {
         let after_change = [(8, admitted_8), (16, admitted_16)];
         let admitted = admitted_ticks(&[5], &[(7, admitted_7), (8, admitted_8), (16, admitted_16)]);
         assert_window_safe(&admitted, 2);
+        assert_new_limit_held(&admitted, &after_change, 1);
+        assert!(
+            admitted_16 || admitted_7,
+            "unjustified refusal: 16 refused though only 5 (expired) was admitted before it"
+        );
+        assert_entry_holds(&limiter, KEY, limit(1), &admitted);
+    });
+}
+
+/// L1b: L1 on a ring with its slots allocated (L1's key, hit once, keeps its ring inline, and
+/// a writer that needs a second slot grows it under a seal of its own). Limit 3 lowered to
+/// 1; the key has two hits at 5 (the second allocated the slots). The writer's
+/// `check_and_hit(7)` is admitted under 3 and refused under 1; the changer's `check_and_hit(8)`
+/// is refused; `check_and_hit(16)` afterwards is admitted exactly when 7 was not.
+fn l1b_lower_vs_writer_allocated() {
+    check("limits::l1b_lower_vs_writer_allocated", || {
+        let limiter = limiter_of(3, &[(KEY, 5), (KEY, 5)]);
+        let writer = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.check_and_hit(&KEY, 7))
+        };
+        limiter.set_limit(limit(1));
+        let admitted_8 = limiter.check_and_hit(&KEY, 8);
+        let admitted_7 = writer.join().unwrap();
+        let admitted_16 = limiter.check_and_hit(&KEY, 16);
+        let after_change = [(8, admitted_8), (16, admitted_16)];
+        let admitted = admitted_ticks(
+            &[5, 5],
+            &[(7, admitted_7), (8, admitted_8), (16, admitted_16)],
+        );
+        assert_window_safe(&admitted, 3);
         assert_new_limit_held(&admitted, &after_change, 1);
         assert!(
             admitted_16 || admitted_7,
@@ -517,6 +549,11 @@ fn l1() {
 }
 
 #[test]
+fn l1b() {
+    l1b_lower_vs_writer_allocated();
+}
+
+#[test]
 fn l10() {
     l10_dropped_forced_hit_vs_raise();
 }
@@ -564,10 +601,6 @@ fn l9() {
 // Negative control: it exists only in the build of its mutant (`ci/loom.sh` builds it and
 // runs only this), where the model must fail with the named check.
 
-/// X: a replacement that copies the entry's state (`export`, a double collect) and swaps
-/// without retiring the old entry loses a write that lands in it between the copy and the
-/// swap: in L1 the writer's 7 is admitted in the old entry after the changer copied `[5]`,
-/// the new entry holds only 5, and 16 is admitted with 7 live under limit 1.
 /// X: a dropped forced hit whose carried count is not published by a slot RMW can land in
 /// the old entry after a replacement read its state: in L10 the hit at 2 is lost, 6 and 7
 /// are both admitted with 2 live.
@@ -578,9 +611,15 @@ fn mutant_hit_drop_unpublished_caught_by_l10() {
     l10_dropped_forced_hit_vs_raise();
 }
 
+/// X: a replacement that copies the entry's state (`export`, a double collect) and swaps
+/// without retiring the old entry loses a write that lands in it between the copy and the
+/// swap: in L1b the writer's 7 is admitted in the old entry after the changer copied
+/// `[5, 5]`, the new entry holds only the hits at 5, and 16 is admitted with 7 live under limit 1. (L1's
+/// key keeps its ring inline: its writer needs a second slot and grows the ring under a seal
+/// of its own, so the copy cannot miss it.)
 #[test]
 #[cfg(slidelimit_loom_mutant = "swap_without_retire")]
 #[should_panic(expected = "window oracle:")]
-fn mutant_swap_without_retire_caught_by_l1() {
-    l1_lower_vs_writer();
+fn mutant_swap_without_retire_caught_by_l1b() {
+    l1b_lower_vs_writer_allocated();
 }

@@ -10,6 +10,11 @@
 //! guard, no lock and no `SeqCst`: a sweeper removes an entry by
 //! sealing its window's own words with CAS (see [`crate::window::ring`] and
 //! [`crate::window::buckets`]), so the writer's own CAS is the handshake.
+//!
+//! A new key's exact log starts inline: its one hit in the ring's header, no slots allocated
+//! (most keys under churn are hit once). The call that needs a second slot replaces the entry
+//! by its allocated form through the same seal (see `window/ring/atomic/inline.rs`); the hot
+//! path of an allocated key pays one branch for it.
 
 use crate::keyed::concurrent::{EntryGuardedLimiter, GuardedEntry};
 use crate::keyed::EntryWatermark;

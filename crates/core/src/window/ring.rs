@@ -112,7 +112,8 @@ use crate::window::{is_live, Algorithm, Retired, WeightError, WindowKind};
 
 /// The exact sliding log: never more than `max_requests` hits in any window, answers exact
 /// for non-decreasing timestamps. Memory: `8 × max_requests` bytes of slots per key, plus a
-/// header of 40 bytes in the lock-free form.
+/// header of 40 bytes in the lock-free form, where a key hit once allocates no slots (its hit
+/// stays in the header: `atomic/inline.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExactLog {
     limit: Limit,
