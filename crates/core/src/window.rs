@@ -210,8 +210,8 @@ pub trait AtomicWindow: Send + Sync + 'static {
     /// Whether an operation that answered `Err(Retired)` did so because the window keeps its
     /// state in a form too small for the write (an exact log's inline ring, see
     /// `window/ring/atomic/inline.rs`), not because it was sealed: the keyed limiter then
-    /// replaces the entry by one built from its state ([`Self::seal_for_swap`]), which
-    /// allocates the full form. False for windows that are always full.
+    /// replaces the entry by its full form ([`Self::seal_for_growth`], [`Self::grown`]).
+    /// False for windows that are always full.
     fn needs_slots(&self) -> bool {
         false
     }

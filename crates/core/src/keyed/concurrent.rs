@@ -110,7 +110,8 @@ pub trait GuardedEntry: Send + Sync + 'static {
 
     /// Whether an operation that answered `Err(Retired)` did so because the window needs a
     /// larger form (see [`crate::window::AtomicWindow::needs_slots`]): the limiter then
-    /// replaces the entry by one built from its state. False for entries that never do.
+    /// replaces the entry by its grown form ([`Self::seal_for_growth`], [`Self::grown`]).
+    /// False for entries that never do.
     fn needs_slots(&self) -> bool {
         false
     }
