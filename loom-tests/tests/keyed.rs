@@ -116,39 +116,35 @@ fn quiescent(limiter: &Limiter, admitted: &[u64], recorded: &[u64]) -> RingState
 /// sees 31 and leaves the entry) or it met a sealed or removed entry and went on into a
 /// fresh one.
 fn m1_sweeper_vs_writer() {
-    check("keyed::m1_sweeper_vs_writer", || {
-        let limiter = limiter(&[5]);
-        let writer = {
-            let limiter = Arc::clone(&limiter);
-            thread::spawn(move || limiter.check_and_hit(&KEY, 31))
-        };
-        let sweeper = {
-            let limiter = Arc::clone(&limiter);
-            thread::spawn(move || limiter.remove_idle(SWEEP_AT))
-        };
-        let admitted = writer.join().unwrap();
-        let removed = sweeper.join().unwrap();
-        assert!(
-            admitted,
-            "31 is admitted: 5 has expired and the watermark is 15"
-        );
-        assert!(removed <= 1);
-        let ring = quiescent(&limiter, &[5, 31], &[31]);
-        assert_eq!(ring.ticks().last(), Some(&31));
-    });
+    sweeper_vs_writer("keyed::m1_sweeper_vs_writer", 1, &[5], &[6]);
 }
 
 /// M1b: M1 on a ring with its slots allocated (a key hit once keeps its ring inline, see
 /// `inline.rs`; M1 runs on that form). Limit 2, hits at 4 and 5 (the second grew the ring),
-/// both idle for a sweep at 30; the writer's `check_and_hit(31)` is always admitted and the
-/// key's current entry must hold it.
+/// both idle for a sweep at 30.
 fn m1b_sweeper_vs_writer_allocated() {
-    check("keyed::m1b_sweeper_vs_writer_allocated", || {
-        let limiter = limiter_of(2, &[4, 5]);
+    sweeper_vs_writer(
+        "keyed::m1b_sweeper_vs_writer_allocated",
+        2,
+        &[4, 5],
+        &[5, 6],
+    );
+}
+
+/// M1 and M1b: limit `max_requests`, `check_and_hit` admitted at each `prefix` tick, leaving
+/// the key's ring with `slots`; then the writer's `check_and_hit(31)` races `remove_idle(30)`.
+fn sweeper_vs_writer(
+    name: &'static str,
+    max_requests: u64,
+    prefix: &'static [u64],
+    slots: &'static [u64],
+) {
+    check(name, move || {
+        let limiter = limiter_of(max_requests, prefix);
         assert_eq!(
             current_entry(&limiter).map(|ring| ring.slots),
-            Some(vec![5, 6]),
-            "the second hit allocated the slots"
+            Some(slots.to_vec()),
+            "the prefix's slots"
         );
         let writer = {
             let limiter = Arc::clone(&limiter);
@@ -160,14 +156,19 @@ fn m1b_sweeper_vs_writer_allocated() {
         };
         let admitted = writer.join().unwrap();
         let removed = sweeper.join().unwrap();
-        assert!(admitted, "31 is admitted: 4 and 5 have expired");
+        assert!(admitted, "31 is admitted: the prefix has expired");
         assert!(removed <= 1);
-        assert_window_safe(&[4, 5, 31], 2);
+        let mut ticks = prefix.to_vec();
+        ticks.push(31);
+        assert_window_safe(&ticks, max_requests as usize);
         let ring = current_entry(&limiter)
             .unwrap_or_else(|| panic!("lost hit: the key has no entry, yet 31 must count"));
+        assert_eq!(limiter.tracked_keys(), 1, "one key, one entry");
         assert_no_seal(&ring.slots);
-        assert!(
-            ring.ticks().contains(&31),
+        assert_blocked_until_bound(&ring.slots, ring.blocked_until);
+        assert_eq!(
+            ring.ticks().last(),
+            Some(&31),
             "lost hit: 31 is not in the key's current entry {:?}",
             ring.ticks()
         );

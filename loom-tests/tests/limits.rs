@@ -145,36 +145,23 @@ fn assert_entry_holds(limiter: &Limiter, key: u64, expected: Limit, admitted: &[
 /// has expired, 7 has not): a 7 admitted in the old entry after its state was copied would be
 /// lost, and 16 admitted with it.
 fn l1_lower_vs_writer() {
-    check("limits::l1_lower_vs_writer", || {
-        let limiter = limiter_of(2, &[(KEY, 5)]);
-        let writer = {
-            let limiter = Arc::clone(&limiter);
-            thread::spawn(move || limiter.check_and_hit(&KEY, 7))
-        };
-        limiter.set_limit(limit(1));
-        let admitted_8 = limiter.check_and_hit(&KEY, 8);
-        let admitted_7 = writer.join().unwrap();
-        let admitted_16 = limiter.check_and_hit(&KEY, 16);
-        let after_change = [(8, admitted_8), (16, admitted_16)];
-        let admitted = admitted_ticks(&[5], &[(7, admitted_7), (8, admitted_8), (16, admitted_16)]);
-        assert_window_safe(&admitted, 2);
-        assert_new_limit_held(&admitted, &after_change, 1);
-        assert!(
-            admitted_16 || admitted_7,
-            "unjustified refusal: 16 refused though only 5 (expired) was admitted before it"
-        );
-        assert_entry_holds(&limiter, KEY, limit(1), &admitted);
-    });
+    lower_vs_writer("limits::l1_lower_vs_writer", 2, &[5]);
 }
 
 /// L1b: L1 on a ring with its slots allocated (L1's key, hit once, keeps its ring inline, and
 /// a writer that needs a second slot grows it under a seal of its own). Limit 3 lowered to
-/// 1; the key has two hits at 5 (the second allocated the slots). The writer's
-/// `check_and_hit(7)` is admitted under 3 and refused under 1; the changer's `check_and_hit(8)`
-/// is refused; `check_and_hit(16)` afterwards is admitted exactly when 7 was not.
+/// 1; the key has two hits at 5 (the second allocated the slots), so 7 is again admitted
+/// under the old limit only.
 fn l1b_lower_vs_writer_allocated() {
-    check("limits::l1b_lower_vs_writer_allocated", || {
-        let limiter = limiter_of(3, &[(KEY, 5), (KEY, 5)]);
+    lower_vs_writer("limits::l1b_lower_vs_writer_allocated", 3, &[5, 5]);
+}
+
+/// L1 and L1b: limit `before` with hits at `prefix` (every one at 5), lowered to 1 racing the
+/// writer's `check_and_hit(7)`; see L1.
+fn lower_vs_writer(name: &'static str, before: u64, prefix: &'static [u64]) {
+    check(name, move || {
+        let hits: Vec<(u64, u64)> = prefix.iter().map(|&tick| (KEY, tick)).collect();
+        let limiter = limiter_of(before, &hits);
         let writer = {
             let limiter = Arc::clone(&limiter);
             thread::spawn(move || limiter.check_and_hit(&KEY, 7))
@@ -185,10 +172,10 @@ fn l1b_lower_vs_writer_allocated() {
         let admitted_16 = limiter.check_and_hit(&KEY, 16);
         let after_change = [(8, admitted_8), (16, admitted_16)];
         let admitted = admitted_ticks(
-            &[5, 5],
+            prefix,
             &[(7, admitted_7), (8, admitted_8), (16, admitted_16)],
         );
-        assert_window_safe(&admitted, 3);
+        assert_window_safe(&admitted, before as usize);
         assert_new_limit_held(&admitted, &after_change, 1);
         assert!(
             admitted_16 || admitted_7,

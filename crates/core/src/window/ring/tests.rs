@@ -167,6 +167,33 @@ impl XorShift {
     }
 }
 
+/// The ticks of a random trace in any order: a clock that moves 0–2 ticks per call, and a
+/// share of the calls (0–3 in 8, drawn once) up to three windows late.
+struct LateTicks {
+    clock: u64,
+    late_share: u64,
+    window: u64,
+}
+
+impl LateTicks {
+    fn new(random: &mut XorShift, window: u64) -> Self {
+        Self {
+            clock: 0,
+            late_share: random.below(4),
+            window,
+        }
+    }
+
+    fn next(&mut self, random: &mut XorShift) -> u64 {
+        self.clock += random.below(3);
+        if random.below(8) < self.late_share {
+            self.clock.saturating_sub(random.below(3 * self.window))
+        } else {
+            self.clock
+        }
+    }
+}
+
 /// Whether `slots` ascend around the ring from `start`.
 fn ascends_from(slots: &[u64], start: usize) -> bool {
     (1..slots.len()).all(|offset| {
@@ -196,15 +223,9 @@ fn forms_agree_and_the_known_order_is_true_on_random_traces() {
         let limit = Limit::new(max, window).unwrap();
         let mut seq = SequentialRing::new(limit);
         let atomic = AtomicRing::new(limit);
-        let mut clock = 0u64;
-        let late_share = random.below(4); // of 8
+        let mut ticks = LateTicks::new(&mut random, window);
         for call in 0..400 {
-            clock += random.below(3);
-            let now = if random.below(8) < late_share {
-                clock.saturating_sub(random.below(3 * window))
-            } else {
-                clock
-            };
+            let now = ticks.next(&mut random);
             let what = format!("round {round} call {call} now {now} (N {max}, W {window})");
             match random.below(10) {
                 0..=5 => assert_eq!(
@@ -252,15 +273,9 @@ fn the_inline_form_answers_as_the_allocated_one_on_random_traces() {
         let mut ring = AtomicRing::inline(limit);
         assert_eq!(ring.limit(), limit);
         let mut grown_at = None;
-        let mut clock = 0u64;
-        let late_share = random.below(4); // of 8
+        let mut ticks = LateTicks::new(&mut random, window);
         for call in 0..60 {
-            clock += random.below(3);
-            let now = if random.below(8) < late_share {
-                clock.saturating_sub(random.below(3 * window))
-            } else {
-                clock
-            };
+            let now = ticks.next(&mut random);
             let what = format!("round {round} call {call} now {now} (N {max}, W {window})");
             let operation = random.below(10);
             loop {
