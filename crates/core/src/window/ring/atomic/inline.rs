@@ -7,7 +7,7 @@
 //! be written: the same algorithm runs on it ([`InlineCells`]), slot 0 is a CAS on the
 //! header's word, and an operation that would write any other slot (a second live hit, a
 //! forced hit that must carry a dropped one) records nothing and answers `Err(Retired)` with
-//! the slot still unsealed. The keyed limiter sees [`AtomicRing::outgrown_inline`] and replaces
+//! the slot still unsealed. The keyed limiter sees [`AtomicRing::needs_slots`] and replaces
 //! the entry by one whose ring has its slots allocated and holds what the inline ring held,
 //! slot for slot and with its cursor, so that it answers every later call as a ring allocated
 //! from the start would have (out-of-order timestamps included: which expired slot a probe
