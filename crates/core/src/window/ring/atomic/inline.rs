@@ -206,7 +206,7 @@ impl AtomicRing {
     /// (if any) is expired for `horizon`.
     pub(super) fn inline_try_seal(&self, horizon: u64) -> Option<u64> {
         let slot = self.inline_slot();
-        // Acquire: as in inline_seal_for_swap.
+        // Acquire: as in inline_seal.
         let mut value = slot.load(Ordering::Acquire);
         loop {
             if value == SEALED || slot_is_live(value, self.window_ticks, horizon) {
@@ -220,7 +220,7 @@ impl AtomicRing {
                 slot.store(SEALED, Ordering::Relaxed);
                 return Some(idle_from_newest(value, self.window_ticks));
             }
-            // Success AcqRel, failure Acquire: as in inline_seal_for_swap.
+            // Success AcqRel, failure Acquire: as in inline_seal.
             match slot.compare_exchange(value, SEALED, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => return Some(idle_from_newest(value, self.window_ticks)),
                 Err(found) => value = found,
