@@ -22,7 +22,7 @@ use crate::limit::Limit;
 use crate::sync::{AtomicU64, Ordering};
 use crate::window::ring::ExactLog;
 use crate::window::state::WindowState;
-use crate::window::{Algorithm, AtomicWindow, Outgrown, Retired, Status, WindowStatuses};
+use crate::window::{Algorithm, AtomicWindow, Retired, Status, WindowStatuses};
 
 /// The lock-free keyed limiter. `LockFreeLimiter::new(limit)` gives the exact sliding log.
 ///
@@ -66,6 +66,7 @@ const _: () = assert!(std::mem::size_of::<LockFreeEntry<ExactLog>>() == 56);
 impl<W: Algorithm> GuardedEntry for LockFreeEntry<W> {
     type Algorithm = W;
     const NAME: &'static str = "lock-free";
+    type Outgrown = <W::Atomic as AtomicWindow>::Outgrown;
 
     fn new(window: &W, limits_version: u64, now: u64) -> Self {
         Self {
@@ -148,11 +149,11 @@ impl<W: Algorithm> GuardedEntry for LockFreeEntry<W> {
         self.window.needs_slots()
     }
 
-    fn seal_for_growth(&self) -> Option<Outgrown> {
+    fn seal_for_growth(&self) -> Option<Self::Outgrown> {
         self.window.seal_for_growth()
     }
 
-    fn grown(&self, outgrown: Outgrown, watermark: u64) -> Option<Self> {
+    fn grown(&self, outgrown: Self::Outgrown, watermark: u64) -> Option<Self> {
         Some(Self {
             watermark: EntryWatermark::resolved(watermark),
             limits_version: AtomicU64::new(self.limits_version()),

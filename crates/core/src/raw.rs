@@ -24,6 +24,6 @@ pub use crate::window::buckets::{
 pub use crate::window::layers::{AtomicLayer, Layers, SequentialLayer};
 pub use crate::window::ring::{AtomicRing, SequentialRing};
 pub use crate::window::{
-    Algorithm, AtomicWindow, Outgrown, Retired, SequentialWindow, StateError, WindowKind,
+    Algorithm, AtomicWindow, InlineSlot, Retired, SequentialWindow, StateError, WindowKind,
     WindowState, MAX_TICK,
 };

@@ -147,6 +147,11 @@ pub trait SequentialWindow: Send + Sync + 'static {
 /// (or is sealing): it decided nothing and recorded nothing, and the caller looks the key up
 /// again. A window nobody seals never answers it.
 pub trait AtomicWindow: Send + Sync + 'static {
+    /// What sealing this window for growth overwrote and [`Self::grown`] needs back (see
+    /// [`Self::seal_for_growth`]): an exact log's inline slot ([`InlineSlot`]), nothing for
+    /// rolling buckets (`()`, the seal is one bit of a word that keeps its value).
+    type Outgrown: Copy + Send + Sync + std::fmt::Debug;
+
     /// Records `n` hits at `now` unconditionally.
     ///
     /// # Errors
@@ -218,13 +223,13 @@ pub trait AtomicWindow: Send + Sync + 'static {
     /// Seals the window for good so that it can be replaced by its full form, and returns
     /// what [`Self::grown`] needs to build that form; `None` if it is sealed, or not in a
     /// small form (see [`Self::needs_slots`]).
-    fn seal_for_growth(&self) -> Option<Outgrown> {
+    fn seal_for_growth(&self) -> Option<Self::Outgrown> {
         None
     }
     /// The full form of this window, sealed by [`Self::seal_for_growth`], holding exactly
     /// what it held (so it answers every later call as this window would have); `None` for a
     /// window that has no small form.
-    fn grown(&self, outgrown: Outgrown) -> Option<Self>
+    fn grown(&self, outgrown: Self::Outgrown) -> Option<Self>
     where
         Self: Sized,
     {
@@ -234,9 +239,9 @@ pub trait AtomicWindow: Send + Sync + 'static {
 }
 
 /// What an exact log's inline ring held when it was sealed for growth: its one slot's value
-/// and its probe hint (see `window/ring/atomic/inline.rs`).
+/// and its probe hint (see `window/ring/atomic/inline.rs`), which the seal overwrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Outgrown {
+pub struct InlineSlot {
     pub(crate) first: u64,
     pub(crate) cursor: u32,
 }
@@ -422,6 +427,9 @@ impl std::error::Error for WeightError {}
 pub(crate) const fn is_live(s: u64, window_ticks: u64, now: u64) -> bool {
     s.saturating_add(window_ticks) > now
 }
+
+#[cfg(test)]
+pub(crate) mod random_traces;
 
 #[cfg(test)]
 mod tests {

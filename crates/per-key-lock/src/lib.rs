@@ -59,6 +59,8 @@ impl<W: Algorithm> KeyMutex<W> {
 impl<W: Algorithm> GuardedEntry for KeyMutex<W> {
     type Algorithm = W;
     const NAME: &'static str = "per-key-lock";
+    // A key's state under its lock is sized by use without a replacement: it never grows.
+    type Outgrown = ();
 
     fn new(window: &W, limits_version: u64, now: u64) -> Self {
         Self {

@@ -22,7 +22,7 @@ use crate::sync::retry_hint;
 use crate::window::buckets::{BucketError, RollingBuckets};
 use crate::window::ring::ExactLog;
 use crate::window::state::WindowState;
-use crate::window::{Algorithm, Outgrown, Retired, Status, WeightError, WindowStatuses};
+use crate::window::{Algorithm, Retired, Status, WeightError, WindowStatuses};
 
 /// One key's guarded window in a [`EntryGuardedLimiter`] map.
 ///
@@ -33,6 +33,9 @@ pub trait GuardedEntry: Send + Sync + 'static {
     type Algorithm: Algorithm;
     /// The variant name reported by [`RateLimiter::name`].
     const NAME: &'static str;
+    /// What sealing the entry for growth overwrote (see
+    /// [`crate::window::AtomicWindow::Outgrown`]); `()` for entries that never grow.
+    type Outgrown: Copy;
 
     /// A fresh entry with an empty window and an unresolved watermark, built under limits
     /// version `limits_version` for a key whose first call is at `now` (see
@@ -119,14 +122,14 @@ pub trait GuardedEntry: Send + Sync + 'static {
     /// Retires the entry for good so that [`Self::grown`] can replace it (see
     /// [`crate::window::AtomicWindow::seal_for_growth`]); `None` if someone else retired it,
     /// or it has no smaller form.
-    fn seal_for_growth(&self) -> Option<Outgrown> {
+    fn seal_for_growth(&self) -> Option<Self::Outgrown> {
         None
     }
 
     /// The entry that replaces this one, sealed by [`Self::seal_for_growth`]: the same limit
     /// and limits version, watermark `watermark`, the window in its full form holding exactly
     /// what this one held.
-    fn grown(&self, outgrown: Outgrown, watermark: u64) -> Option<Self>
+    fn grown(&self, outgrown: Self::Outgrown, watermark: u64) -> Option<Self>
     where
         Self: Sized,
     {

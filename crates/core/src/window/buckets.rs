@@ -128,6 +128,7 @@
 
 mod algorithm;
 mod by_use;
+mod inline;
 mod packed;
 mod state;
 mod storage;
@@ -426,9 +427,15 @@ impl Algorithm for RollingBuckets {
         })
     }
 
+    /// A single window starts inline (`window/buckets/inline.rs`); the windows of a layered
+    /// limit are built with their arrays.
     fn new_atomic_at(&self, now: u64) -> Layers<AtomicBuckets> {
+        let layered = self.limit.is_layered();
         Layers::build(self.limit, |window| {
             let geometry = self.window_geometry(window);
+            if !layered {
+                return AtomicBuckets::inline_at(geometry, now);
+            }
             let (word, cleaned, buckets) = state::empty_words_at(geometry, now);
             AtomicBuckets::from_word_iter(geometry, word, cleaned, buckets)
         })

@@ -50,9 +50,7 @@
 use std::ops::Deref;
 
 use crate::limit::{Limit, MAX_WINDOWS};
-use crate::window::{
-    AtomicWindow, Outgrown, Retired, SequentialWindow, Status, WindowState, WindowStatuses,
-};
+use crate::window::{AtomicWindow, Retired, SequentialWindow, Status, WindowState, WindowStatuses};
 
 /// One window's admission in two steps, for a window of a layered limit under a lock.
 pub trait SequentialLayer: SequentialWindow {
@@ -334,6 +332,8 @@ impl<W: SequentialLayer> SequentialWindow for Layers<W> {
 }
 
 impl<W: AtomicLayer> AtomicWindow for Layers<W> {
+    type Outgrown = W::Outgrown;
+
     #[inline]
     fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired> {
         let Self::Many(many) = self else {
@@ -405,14 +405,14 @@ impl<W: AtomicLayer> AtomicWindow for Layers<W> {
         matches!(self, Self::One(window) if window.needs_slots())
     }
 
-    fn seal_for_growth(&self) -> Option<Outgrown> {
+    fn seal_for_growth(&self) -> Option<W::Outgrown> {
         match self {
             Self::One(window) => window.seal_for_growth(),
             Self::Many(_) => None,
         }
     }
 
-    fn grown(&self, outgrown: Outgrown) -> Option<Self> {
+    fn grown(&self, outgrown: W::Outgrown) -> Option<Self> {
         match self {
             Self::One(window) => window.grown(outgrown).map(Self::One),
             Self::Many(_) => None,

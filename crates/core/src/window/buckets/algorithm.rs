@@ -39,6 +39,12 @@ pub(super) trait BucketCells {
     fn counts_only_in(&self) -> Option<usize> {
         None
     }
+    /// Whether the storage can write the head word and the head's bucket at the head's
+    /// epoch alone (a lock-free window in its inline form, `window/buckets/inline.rs`): a
+    /// call that would write anything else answers `Err(Retired)` before its first write.
+    fn head_bucket_only(&self) -> bool {
+        false
+    }
 }
 
 /// The head word read together with the `cleaned` epoch that decodes it.
@@ -277,6 +283,10 @@ pub(super) fn reserve<C: BucketCells>(
         if is_sealed(snap.word) {
             return Err(Retired);
         }
+        if epoch != snap.head && cells.head_bucket_only() && !geometry.too_late(epoch, snap.head) {
+            // An advance, or a record in an older bucket: the window must grow first.
+            return Err(Retired);
+        }
         if epoch > snap.head {
             advance_towards(cells, snap, epoch);
             continue;
@@ -340,6 +350,10 @@ pub(super) fn hit<C: BucketCells>(cells: &mut C, now: u64, n: u64) -> Result<(),
     let (snap, weight) = loop {
         let snap = snapshot(cells);
         if is_sealed(snap.word) {
+            return Err(Retired);
+        }
+        if epoch != snap.head && cells.head_bucket_only() && !geometry.expired(epoch, snap.head) {
+            // An advance, or a record in an older bucket: the window must grow first.
             return Err(Retired);
         }
         if epoch > snap.head {
@@ -516,6 +530,15 @@ pub(super) fn surely_live_by<C: BucketCells>(cells: &C, horizon: u64) -> bool {
 /// The first tick from which the window answers every call as an empty one would, or
 /// `u64::MAX` while a reservation or a recycle is in flight. Reads through a seal: the
 /// sweeper judges the sealed state with it.
+///
+/// Reads the buckets newest first (the head's slot, then back) and stops once the counts
+/// read add up to the running total read before them. A count only ever moves weight the
+/// total already holds (a reservation raises the total before it records, a recycle clears
+/// a count before it subtracts), so in a window no reservation can enter (sealed, or under
+/// a lock) the counts read never exceed that total, and once they reach it every bucket not
+/// read counts zero: it cannot change the answer. A window hit once (key churn) is judged
+/// from one bucket instead of `NB`. Without a seal a reservation may land behind the scan;
+/// a look without a seal is a filter the sealed re-check confirms, or a hint.
 pub(super) fn idle_from<C: BucketCells>(cells: &C) -> u64 {
     let geometry = cells.geometry();
     let snap = snapshot(cells);
@@ -523,17 +546,23 @@ pub(super) fn idle_from<C: BucketCells>(cells: &C) -> u64 {
     let mut recorded = 0u64;
     // Not late for any caller from here on; then no retained bucket may hold weight.
     let mut fresh_epoch = snap.head.saturating_sub(geometry.lateness);
-    // Every bucket holding weight; a bucket counting zero changes nothing below.
-    let slots = match cells.counts_only_in() {
-        Some(slot) => slot..slot + 1,
-        None => 0..geometry.physical as usize,
+    let physical = geometry.physical as usize;
+    // Every bucket holding weight, newest first; a bucket counting zero changes nothing.
+    let (mut slot, to_read) = match cells.counts_only_in() {
+        Some(slot) => (slot, 1),
+        None => (geometry.slot(snap.head), physical),
     };
-    for slot in slots {
+    for _ in 0..to_read {
+        if recorded == snap.total {
+            // Every unit of the total is in a bucket read: the rest count zero.
+            break;
+        }
         let (value, tag) = read_bucket(cells, slot, &mut cleaned);
         recorded += low(value);
         if low(value) > 0 && !geometry.expired(tag, snap.head) {
             fresh_epoch = fresh_epoch.max(tag.saturating_add(geometry.physical));
         }
+        slot = slot.checked_sub(1).unwrap_or(physical - 1);
     }
     if recorded != snap.total || cleaned != snap.cleaned {
         // A reservation not yet recorded, or a recycle not yet subtracted: in flight.

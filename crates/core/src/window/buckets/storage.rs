@@ -172,10 +172,14 @@ pub(super) struct Header {
 
 /// The rolling-bucket window in atomics: every decision is a CAS on the head word, every
 /// bucket update a CAS or `fetch_add` on its packed word; no lock.
+///
+/// A window the lock-free limiter makes for a new key starts in an inline form, its bucket
+/// array not yet allocated (`window/buckets/inline.rs`).
 #[derive(Debug)]
 pub struct AtomicBuckets {
     pub(super) header: Header,
-    geometry: Geometry,
+    pub(super) geometry: Geometry,
+    /// The `NB` bucket words; empty in the inline form.
     pub(super) buckets: Box<[AtomicU64]>,
 }
 
@@ -221,6 +225,10 @@ impl AtomicBuckets {
         // the values read include the reservations and recycles behind them.
         into.push(self.header.cleaned.load(Ordering::Acquire));
         into.push(self.header.word.load(Ordering::Acquire));
+        if self.is_inline() {
+            into.extend(self.inline_words(into[1], into[0]));
+            return;
+        }
         into.extend(
             self.buckets
                 .iter()
@@ -259,6 +267,10 @@ impl AtomicBuckets {
     pub fn quiescent_totals(&self) -> (u64, u64) {
         // Acquire: pairs with the AcqRel CASes and fetch_adds that wrote these words.
         let total = low(self.header.word.load(Ordering::Acquire));
+        if self.is_inline() {
+            // The head's bucket counts the total (see `inline.rs`).
+            return (total, total);
+        }
         let counts = self
             .buckets
             .iter()
@@ -322,32 +334,56 @@ impl BucketCells for &AtomicBuckets {
     }
     #[inline]
     fn bucket(&self, slot: usize) -> u64 {
-        // Acquire: pairs with the records' and recycles' AcqRel writes of this bucket.
-        self.buckets[slot].load(Ordering::Acquire)
+        match self.buckets.get(slot) {
+            // Acquire: pairs with the records' and recycles' AcqRel writes of this bucket.
+            Some(bucket) => bucket.load(Ordering::Acquire),
+            None => self.inline_bucket(slot),
+        }
     }
     #[inline]
     fn replace_bucket(&mut self, slot: usize, current: u64, new: u64) -> Result<(), u64> {
+        let Some(bucket) = self.buckets.get(slot) else {
+            unreachable!("an inline window replaces no bucket: its calls write the head alone")
+        };
         // Success AcqRel: a recycle's Acquire pairs with the Release of every record it
         // clears, so its subtraction follows their reservations in the word's order; a
         // record's Release publishes its reservation to that recycler. Failure Acquire: the
         // value found is re-decided like a fresh load.
-        self.buckets[slot]
+        bucket
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
             .map(|_| ())
     }
     #[inline]
     fn add_to_bucket(&mut self, slot: usize, n: u64) {
-        // AcqRel: the Release is essential (a recycler that clears this weight must
-        // happen-after its reservation); see `replace_bucket`.
-        self.buckets[slot].fetch_add(n, Ordering::AcqRel);
+        match self.buckets.get(slot) {
+            // AcqRel: the Release is essential (a recycler that clears this weight must
+            // happen-after its reservation); see `replace_bucket`.
+            Some(bucket) => {
+                bucket.fetch_add(n, Ordering::AcqRel);
+            }
+            // The head's bucket of an inline window counts the total, which holds `n`
+            // since the reservation (`inline.rs`): nothing is left to record.
+            None => debug_assert_eq!(slot, self.inline_head_slot(), "inline: the head alone"),
+        }
     }
     fn store_bucket(&mut self, slot: usize, value: u64) {
-        // Only the split-tag-count mutant stores; it is wrong whatever the ordering.
+        // Only the split-tag-count mutant stores (in a recycle, which an inline window never
+        // runs); it is wrong whatever the ordering.
         self.buckets[slot].store(value, Ordering::Release);
+    }
+    #[inline]
+    fn counts_only_in(&self) -> Option<usize> {
+        self.is_inline().then(|| self.inline_head_slot())
+    }
+    #[inline]
+    fn head_bucket_only(&self) -> bool {
+        self.is_inline()
     }
 }
 
 impl AtomicWindow for AtomicBuckets {
+    type Outgrown = ();
+
     #[inline]
     fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired> {
         hit(&mut &*self, now, n)
@@ -401,10 +437,21 @@ impl AtomicWindow for AtomicBuckets {
     fn fresh_from_hint(&self) -> u64 {
         AtomicLayer::fresh_from(self)
     }
+    fn needs_slots(&self) -> bool {
+        // Acquire: pairs with the seals' AcqRel CASes, like every head load.
+        self.is_inline() && !is_sealed(self.header.word.load(Ordering::Acquire))
+    }
+    fn seal_for_growth(&self) -> Option<()> {
+        self.inline_seal_for_growth()
+    }
+    fn grown(&self, (): ()) -> Option<Self> {
+        self.inline_grown()
+    }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         // A look first: most windows a sweep visits are live, and this changes nothing. The
-        // head's bucket first, then every bucket.
-        if surely_live_by(&self, horizon) {
+        // head's bucket first, then every bucket (an inline window's look reads its head's
+        // bucket alone: the first step would only read it twice).
+        if !self.is_inline() && surely_live_by(&self, horizon) {
             return None;
         }
         let looked = idle_from(&self);

@@ -5,7 +5,7 @@ use super::algorithm::{check_and_hit, BucketCells};
 use super::packed::{decode, low};
 use super::*;
 use crate::sync::Ordering;
-use crate::window::{AtomicWindow, SequentialWindow, WeightError};
+use crate::window::{AtomicWindow, Retired, SequentialWindow, WeightError};
 
 fn limit(max_requests: u64, window_ticks: u64) -> Limit {
     Limit::new(max_requests, window_ticks).unwrap()
@@ -549,7 +549,7 @@ fn a_window_made_at_the_first_call_answers_as_a_fresh_one() {
             let mut fresh = window.new_sequential();
             let mut made = window.new_sequential_at(first);
             let fresh_atomic = window.new_atomic();
-            let made_atomic = window.new_atomic_at(first);
+            let mut made_atomic = window.new_atomic_at(first);
             // The first call, then calls around it: late ones, the same bucket, later
             // buckets, and one far past the window.
             let later = [
@@ -571,7 +571,7 @@ fn a_window_made_at_the_first_call_answers_as_a_fresh_one() {
                 );
                 assert_eq!(
                     fresh_atomic.check_and_hit_n(now, 1),
-                    made_atomic.check_and_hit_n(now, 1),
+                    grown_as_needed(&mut made_atomic, |made| made.check_and_hit_n(now, 1)),
                     "{context}"
                 );
                 assert_eq!(fresh.status(now), made.status(now), "{context}");
@@ -603,6 +603,23 @@ fn a_window_made_at_the_first_call_answers_as_a_fresh_one() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// `operation` on `window`, which is replaced by its grown form (as the keyed limiter does)
+/// whenever it answers `Retired` because its inline form cannot take the write.
+fn grown_as_needed<T>(
+    window: &mut Layers<AtomicBuckets>,
+    operation: impl Fn(&Layers<AtomicBuckets>) -> Result<T, Retired>,
+) -> Result<T, Retired> {
+    loop {
+        match operation(window) {
+            Err(Retired) if window.needs_slots() => {
+                window.seal_for_growth().expect("an inline window seals");
+                *window = window.grown(()).expect("an inline window grows");
+            }
+            answer => return answer,
         }
     }
 }
@@ -639,4 +656,139 @@ fn the_first_look_is_a_lower_bound_of_idle_from() {
         }
     }
     assert!(settled > 0, "the first look settles some windows");
+}
+
+/// The inline form against a window allocated at creation, on random traces in any order:
+/// the inline window (grown by hand, as the keyed limiter grows it, whenever an operation
+/// answers `Retired` with `needs_slots`) answers every call as the allocated one does and
+/// holds the same words; reads never need the array, and it grows at most once, on the first
+/// write at another epoch than its creation's (a refused late call or an expired hit writes
+/// nothing and does not grow it).
+#[test]
+fn the_inline_form_answers_as_the_allocated_one_on_random_traces() {
+    use crate::window::random_traces::{LateTicks, XorShift};
+    let mut random = XorShift(0x2545_F491_4F6C_DD1D);
+    let mut grew = 0;
+    for round in 0..400 {
+        let max = 1 + random.below(5);
+        let window_ticks = 1 + random.below(40);
+        let asked = 1 + random.below(window_ticks.min(5));
+        let config = RollingBuckets::new(limit(max, window_ticks), asked)
+            .unwrap()
+            .lateness_buckets(random.below(3))
+            .unwrap();
+        let geometry = config.geometry();
+        // Epochs past 32 bits in some rounds: the words keep them truncated.
+        let base = random.below(3) << 34;
+        let mut ticks = LateTicks::new(&mut random, window_ticks);
+        let created = base + ticks.next(&mut random);
+        let (word, cleaned, words) = state::empty_words_at(geometry, created);
+        let allocated = AtomicBuckets::from_word_iter(geometry, word, cleaned, words);
+        let mut window = AtomicBuckets::inline_at(geometry, created);
+        let mut grown_at = None;
+        for call in 0..1 + random.below(12) {
+            let now = if call == 0 {
+                created
+            } else {
+                base + ticks.next(&mut random)
+            };
+            let n = 1 + random.below(2);
+            let what = format!(
+                "round {round} call {call} now {now} (N {max}, W {window_ticks}, {geometry:?})"
+            );
+            let operation = random.below(10);
+            loop {
+                let answered = match operation {
+                    0..=5 => window.check_and_hit_n(now, n).map(|admitted| {
+                        assert_eq!(Ok(admitted), allocated.check_and_hit_n(now, n), "{what}");
+                    }),
+                    6 | 7 => window
+                        .hit_n(now, n)
+                        .map(|()| allocated.hit_n(now, n).unwrap()),
+                    8 => window.allowed_n(now, n).map(|allowed| {
+                        assert_eq!(Ok(allowed), allocated.allowed_n(now, n), "{what}");
+                    }),
+                    _ => window.status_n(now, n).map(|status| {
+                        assert_eq!(Ok(status), allocated.status_n(now, n), "{what}");
+                    }),
+                };
+                if answered.is_ok() {
+                    break;
+                }
+                assert!(window.needs_slots(), "{what}: Retired only to grow");
+                assert!(operation <= 7, "{what}: a read never needs the array");
+                assert_eq!(grown_at, None, "{what}: grown once");
+                window.seal_for_growth().expect("an inline window seals");
+                assert!(!window.needs_slots(), "{what}: sealed for good");
+                window = window.grown(()).expect("an inline window grows");
+                assert!(!window.is_inline(), "{what}");
+                grown_at = Some(call);
+            }
+            assert_eq!(window.export(), allocated.export(), "{what}");
+            assert_eq!(
+                window.quiescent_totals(),
+                allocated.quiescent_totals(),
+                "{what}"
+            );
+            assert_eq!(
+                window.quiescent_epochs(),
+                allocated.quiescent_epochs(),
+                "{what}"
+            );
+            assert_eq!(
+                window.fresh_from_hint(),
+                allocated.fresh_from_hint(),
+                "{what}"
+            );
+        }
+        grew += usize::from(grown_at.is_some());
+        // The sweeper's judgement, at a horizon where the window may or may not be idle.
+        let horizon = base + ticks.next(&mut random) + random.below(3 * window_ticks);
+        assert_eq!(
+            window.try_seal(horizon),
+            allocated.try_seal(horizon),
+            "round {round}: try_seal({horizon})"
+        );
+    }
+    assert!(
+        grew > 100 && grew < 400,
+        "the traces exercise both forms: {grew} grew"
+    );
+}
+
+/// An inline window's seals: a sweeper's (only when its weight has expired for the horizon)
+/// leaves it answering `Retired` without asking to grow; a growth's seal is the one seal a
+/// grower takes, and neither a second grower nor a sweeper gets another.
+#[test]
+fn an_inline_window_grows_only_unsealed() {
+    let config = window(3, 1);
+    let geometry = config.geometry();
+    let swept = AtomicBuckets::inline_at(geometry, 7);
+    assert_eq!(swept.check_and_hit_n(7, 2), Ok(true));
+    assert_eq!(swept.quiescent_totals(), (2, 2));
+    // Epoch 1 (ticks 5..10) is retained until the head reaches epoch 1 + NB = 5.
+    assert_eq!(swept.try_seal(24), None, "7's bucket is retained at 24");
+    assert_eq!(swept.try_seal(25), Some(25));
+    assert_eq!(swept.check_and_hit_n(30, 1), Err(Retired));
+    assert!(!swept.needs_slots(), "sealed by the sweeper: retired");
+    assert_eq!(swept.seal_for_growth(), None);
+
+    let growing = AtomicBuckets::inline_at(geometry, 7);
+    assert_eq!(growing.check_and_hit_n(8, 1), Ok(true));
+    assert_eq!(
+        growing.check_and_hit_n(12, 1),
+        Err(Retired),
+        "a later epoch"
+    );
+    assert!(growing.needs_slots());
+    assert_eq!(growing.seal_for_growth(), Some(()));
+    assert_eq!(growing.seal_for_growth(), None, "one grower");
+    assert_eq!(growing.try_seal(u64::MAX), None, "no sweeper either");
+    let grown = growing.grown(()).expect("grows");
+    assert_eq!(grown.check_and_hit_n(12, 2), Ok(true));
+    assert_eq!(
+        grown.check_and_hit_n(12, 1),
+        Ok(false),
+        "3 of 3 in the window"
+    );
 }

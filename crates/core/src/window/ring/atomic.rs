@@ -14,7 +14,7 @@ use crate::sync::{retry_hint, AtomicU32, AtomicU64, Ordering};
 use crate::window::layers::AtomicLayer;
 use crate::window::state::Carried;
 use crate::window::state::WindowState;
-use crate::window::{AtomicWindow, Outgrown, Retired, Status};
+use crate::window::{AtomicWindow, InlineSlot, Retired, Status};
 
 /// Words after the slots: the displacement, the carried hits' tick and their count.
 const AFTER_SLOTS: usize = 3;
@@ -379,6 +379,8 @@ impl RingCells for AtomicCells<'_> {
 }
 
 impl AtomicWindow for AtomicRing {
+    type Outgrown = InlineSlot;
+
     #[inline]
     fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired> {
         debug_assert_eq!(n, 1, "weights are checked by ExactLog::check_weight");
@@ -419,10 +421,10 @@ impl AtomicWindow for AtomicRing {
     fn needs_slots(&self) -> bool {
         AtomicRing::needs_slots(self)
     }
-    fn seal_for_growth(&self) -> Option<Outgrown> {
+    fn seal_for_growth(&self) -> Option<InlineSlot> {
         self.inline_seal_for_growth()
     }
-    fn grown(&self, outgrown: Outgrown) -> Option<Self> {
+    fn grown(&self, outgrown: InlineSlot) -> Option<Self> {
         self.inline_grown(outgrown)
     }
     fn export(&self) -> Result<WindowState, Retired> {

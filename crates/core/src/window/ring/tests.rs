@@ -2,6 +2,7 @@
 
 use super::algorithm::idle_from_newest;
 use super::*;
+use crate::window::random_traces::{LateTicks, XorShift};
 use crate::window::state::Carried;
 use crate::window::{AtomicWindow, Retired, SequentialWindow, MAX_TICK};
 
@@ -153,45 +154,6 @@ fn a_full_seal_of_a_large_ring_retires_it() {
     assert_eq!(ring.hit_n(300, 1), Err(Retired));
     assert_eq!(ring.allowed_n(300, 1), Err(Retired));
     assert_eq!(ring.try_seal(400), None, "sealed once only");
-}
-
-/// A small deterministic generator for the trace tests below.
-struct XorShift(u64);
-
-impl XorShift {
-    fn below(&mut self, bound: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % bound
-    }
-}
-
-/// The ticks of a random trace in any order: a clock that moves 0–2 ticks per call, and a
-/// share of the calls (0–3 in 8, drawn once) up to three windows late.
-struct LateTicks {
-    clock: u64,
-    late_share: u64,
-    window: u64,
-}
-
-impl LateTicks {
-    fn new(random: &mut XorShift, window: u64) -> Self {
-        Self {
-            clock: 0,
-            late_share: random.below(4),
-            window,
-        }
-    }
-
-    fn next(&mut self, random: &mut XorShift) -> u64 {
-        self.clock += random.below(3);
-        if random.below(8) < self.late_share {
-            self.clock.saturating_sub(random.below(3 * self.window))
-        } else {
-            self.clock
-        }
-    }
 }
 
 /// Whether `slots` ascend around the ring from `start`.

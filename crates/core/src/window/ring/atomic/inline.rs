@@ -42,7 +42,7 @@ use super::AtomicRing;
 use crate::limit::Limit;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::window::state::{Carried, WindowState};
-use crate::window::{Outgrown, Retired};
+use crate::window::{InlineSlot, Retired};
 
 impl AtomicRing {
     // Hidden: a hook for the tests and loom models (the keyed limiter makes its new keys'
@@ -147,7 +147,7 @@ impl AtomicRing {
 
     /// Seals slot 0 for good so that the ring can be replaced by its allocated form, and
     /// returns what that form needs; `None` if it is sealed (or not inline).
-    pub(super) fn inline_seal_for_growth(&self) -> Option<Outgrown> {
+    pub(super) fn inline_seal_for_growth(&self) -> Option<InlineSlot> {
         if !self.is_inline() {
             return None;
         }
@@ -155,13 +155,13 @@ impl AtomicRing {
         // Relaxed: a probe hint, as in the allocated form; a `hit` that raced the seal may
         // have moved it after its slot CAS, which only changes where a later probe starts.
         let cursor = self.inline_cursor().load(Ordering::Relaxed);
-        Some(Outgrown { first, cursor })
+        Some(InlineSlot { first, cursor })
     }
 
     /// The allocated form of this inline ring, as [`Self::inline_seal_for_growth`] found it:
     /// slot 0 and the cursor as they were, every other slot empty, no bound, nothing
     /// carried (what an allocated ring holds after the same calls).
-    pub(super) fn inline_grown(&self, outgrown: Outgrown) -> Option<Self> {
+    pub(super) fn inline_grown(&self, outgrown: InlineSlot) -> Option<Self> {
         if !self.is_inline() {
             return None;
         }

@@ -1,0 +1,169 @@
+//! The atomic rolling buckets' inline form: a window made for a new key by the lock-free
+//! limiter keeps its words in its header and allocates no bucket array until a call needs a
+//! bucket other than its head's.
+//!
+//! Under key churn (per-IP traffic) most keys are hit at one epoch of their life and never
+//! again, so the array built at creation (`NB` words tagged one by one) was an allocation, a
+//! pass and a free per key for one count. A window created at `now` has its head and
+//! `cleaned` at `now`'s epoch and every other bucket tagged with the epoch it stands for,
+//! counts zero (`super::state::empty_words_at`); its calls at that same epoch only ever
+//! reserve in the head word and record in the head's bucket. The inline form is that window
+//! with the array left out:
+//! - every bucket but the head's is computed from `cleaned` (`super::state::empty_bucket`);
+//! - the head's bucket is computed too: its count *is* the running total. Every reservation
+//!   the inline form admits is at the head's epoch, so all the weight it holds is in that one
+//!   bucket, and recording it there has nothing left to do: no weight is ever "reserved but
+//!   not yet recorded", and a sweeper's look reads one word;
+//! - a call that would write anything else (a call at a later epoch, which advances the head
+//!   and recycles; a late one still retained, which records in an older bucket) writes
+//!   nothing and answers `Err(Retired)` with the window unsealed (the algorithm asks
+//!   [`super::algorithm::BucketCells::head_bucket_only`] before any write).
+//!
+//! The keyed limiter then sees `needs_slots` and replaces the entry by one whose array is
+//! allocated and holds exactly the words the inline form stood for: the replacement
+//! handshake limit changes use (seal for good, build, swap by pointer identity), no new
+//! concurrent step. The seal is the head word's `SEALED` bit, as a sweeper's: one CAS decides
+//! who holds it, and from the seal on the total cannot move, so the grown window's words are
+//! read from the sealed one. A single-window limit only; the raw API, layered limits and
+//! restored windows always allocate.
+//!
+//! # Words in each form
+//! | word | allocated form | inline form |
+//! |---|---|---|
+//! | `buckets` | the `NB` bucket words | empty (allocates nothing): marks the form |
+//! | head word | head epoch, seal, total | the same; the head never moves |
+//! | `cleaned` | recycling complete up to here | the head's epoch, never moves |
+//! | bucket `slot(head)` | its word | computed: `pack(head, total)` |
+//! | any other bucket | its word | computed: the epoch it stands for, count zero |
+//!
+//! # Why the guarantees carry over
+//! - **Never over-admits**: the inline form is the allocated window at the same words, and
+//!   its reservations are the same CAS on the same head word; an admission that needs any
+//!   other write is not made here but on the grown window, which holds every unit of weight
+//!   the inline one held (the total, in the head's bucket).
+//! - **Exact growth**: the grown words are the words the inline form stood for, so the grown
+//!   window answers every later call as a window allocated at creation would have.
+//! - **Seals**: a sweeper's seal may be given back (its re-check found a write); a growth's
+//!   seal is for good. `needs_slots` asks whether the window is inline and unsealed: after an
+//!   `Err(Retired)` that a given-back seal caused it may also say yes, and the window grows
+//!   one call early, which changes no answer.
+
+use super::packed::{decode, is_sealed, low, pack, SEALED};
+use super::state::empty_bucket;
+use super::storage::{AtomicBuckets, Header};
+use super::Geometry;
+use crate::sync::{retry_hint, AtomicU64, Ordering};
+
+impl AtomicBuckets {
+    /// An empty window whose head is at `now`'s epoch, in the inline form (see the module
+    /// docs): the words `super::state::empty_words_at` builds, with no array.
+    pub(super) fn inline_at(geometry: Geometry, now: u64) -> Self {
+        let head = geometry.epoch(now);
+        Self {
+            header: Header {
+                word: AtomicU64::new(pack(head, 0)),
+                cleaned: AtomicU64::new(head),
+            },
+            geometry,
+            buckets: Box::default(),
+        }
+    }
+
+    /// Whether the window is in the inline form (a window's array is never empty: `NB >= 2`).
+    #[inline]
+    pub(super) fn is_inline(&self) -> bool {
+        self.buckets.is_empty()
+    }
+
+    /// The head's slot of an inline window, `slot(cleaned)`.
+    pub(super) fn inline_head_slot(&self) -> usize {
+        // Acquire: pairs with nothing that moves it (an inline window's `cleaned` is written
+        // once, at creation); the load is ordered like every other `cleaned` load.
+        self.geometry
+            .slot(self.header.cleaned.load(Ordering::Acquire))
+    }
+
+    /// Bucket `slot` of an inline window, computed (see the module docs).
+    #[inline(never)]
+    pub(super) fn inline_bucket(&self, slot: usize) -> u64 {
+        // Acquire: as in `inline_head_slot`.
+        let head = self.header.cleaned.load(Ordering::Acquire);
+        let head_slot = self.geometry.slot(head);
+        if slot == head_slot {
+            // Acquire: pairs with the reservations' AcqRel CASes on the head word, whose
+            // totals this count is.
+            pack(head, low(self.header.word.load(Ordering::Acquire)))
+        } else {
+            empty_bucket(head, head_slot, slot, self.geometry.physical as usize)
+        }
+    }
+
+    /// Every bucket word of an inline window whose head word is `word` and `cleaned`
+    /// `cleaned` (read together), in slot order.
+    pub(super) fn inline_words(
+        &self,
+        word: u64,
+        cleaned: u64,
+    ) -> impl Iterator<Item = u64> + 'static {
+        let physical = self.geometry.physical as usize;
+        let head = decode(word, cleaned, self.geometry.physical);
+        let head_slot = self.geometry.slot(head);
+        (0..physical).map(move |slot| {
+            if slot == head_slot {
+                pack(head, low(word))
+            } else {
+                empty_bucket(head, head_slot, slot, physical)
+            }
+        })
+    }
+
+    /// Seals an inline window for good so that [`Self::inline_grown`] can replace it; `None`
+    /// if it is sealed already (a sweeper, a replacement) or not inline.
+    pub(super) fn inline_seal_for_growth(&self) -> Option<()> {
+        if !self.is_inline() {
+            return None;
+        }
+        // Acquire: pairs with the AcqRel CASes on the word, like every head load.
+        let mut word = self.header.word.load(Ordering::Acquire);
+        loop {
+            if is_sealed(word) {
+                return None;
+            }
+            if cfg!(slidelimit_loom_mutant = "buckets_grow_without_seal") {
+                // Deliberately broken for the loom negative control: grows from a look, so
+                // an admission after it stays in the old window, lost with it.
+                return Some(());
+            }
+            // Success AcqRel: Acquire orders the seal after every reservation before it (the
+            // grown window copies their total), Release publishes it to the writers whose
+            // head CAS fails on it. Failure Acquire: the word found is judged like a fresh
+            // load.
+            match self.header.word.compare_exchange(
+                word,
+                word | SEALED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(()),
+                Err(found) => {
+                    word = found;
+                    retry_hint();
+                }
+            }
+        }
+    }
+
+    /// The allocated window holding exactly the words this inline window, sealed by
+    /// [`Self::inline_seal_for_growth`], stands for; `None` if it is not inline.
+    pub(super) fn inline_grown(&self) -> Option<Self> {
+        if !self.is_inline() {
+            return None;
+        }
+        // Acquire (both): pair with the seal's AcqRel CAS and the reservations before it;
+        // sealed, the words no longer move (an inline window subtracts nothing).
+        let word = self.header.word.load(Ordering::Acquire) & !SEALED;
+        let cleaned = self.header.cleaned.load(Ordering::Acquire);
+        let buckets = self.inline_words(word, cleaned);
+        Some(Self::from_word_iter(self.geometry, word, cleaned, buckets))
+    }
+}
