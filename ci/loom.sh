@@ -60,6 +60,7 @@ mutants=(
     "hit_drop_unpublished limits"
     "inline_seal_with_store inline"
     "inline_drops_second_hit inline"
+    "buckets_grow_without_seal inline_buckets"
 )
 
 log=$(mktemp)

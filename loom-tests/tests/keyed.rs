@@ -2,7 +2,7 @@
 //! map, removed by sealing their own words) with `remove_idle` as the sweeper: M1–M4 (a
 //! writer racing a sweeper, two sweepers, a hit between a sweeper's look and its seal, two
 //! first-time writers), M5 (a seal given back), M6 (a late
-//! writer below the watermark), M7 (the rolling buckets' seal) and M8 (the automatic sweep's
+//! writer below the watermark), M7 and M7b (the rolling buckets' seal, inline and allocated) and M8 (the automatic sweep's
 //! look at a due key, racing a writer). A key hit once keeps its ring inline (one slot in the
 //! ring's header, `crates/core/src/window/ring/atomic/inline.rs`), so the one-hit models run
 //! on that form; M1b (M1 with the slots allocated) and M5 run on the allocated form, and
@@ -317,14 +317,31 @@ fn m5_seal_given_back() {
 /// races the sweep: it is always admitted, and a second `check_and_hit(32)` after it must be
 /// refused, on whatever entry it finds: a sweeper that removed the window without seeing
 /// the reservation at 31 would have raised the watermark only to the old weight's expiry.
+/// The key's window is inline (`crates/core/src/window/buckets/inline.rs`), so the writer
+/// first grows it (seals it for good and replaces the entry): M7 races that growth with the
+/// sweep; M7b runs on a window grown before the threads start.
 fn m7_bucket_seal_vs_writer() {
-    check("keyed::m7_bucket_seal_vs_writer", || {
+    bucket_seal_vs_writer("keyed::m7_bucket_seal_vs_writer", false);
+}
+
+/// M7b: M7 on the allocated form: the prefix's refused `check_and_hit(6)` (a later epoch,
+/// 1 still live) grows the window, so the writer reserves in the window the sweeper judges.
+fn m7b_bucket_seal_vs_writer_allocated() {
+    bucket_seal_vs_writer("keyed::m7b_bucket_seal_vs_writer_allocated", true);
+}
+
+/// M7 and M7b: `grow_first` grows the key's window before the race.
+fn bucket_seal_vs_writer(name: &'static str, grow_first: bool) {
+    check(name, move || {
         let window = RollingBuckets::new(Limit::new(1, WINDOW_TICKS).unwrap(), 2).unwrap();
         let limiter = Arc::new(LockFreeLimiter::<u64, RollingBuckets>::with_options(
             window,
             options(),
         ));
         assert!(limiter.check_and_hit(&KEY, 1), "prefix check_and_hit(1)");
+        if grow_first {
+            assert!(!limiter.check_and_hit(&KEY, 6), "prefix check_and_hit(6)");
+        }
         let writers = {
             let limiter = Arc::clone(&limiter);
             thread::spawn(move || {
@@ -471,6 +488,11 @@ fn m7() {
 }
 
 #[test]
+fn m7b() {
+    m7b_bucket_seal_vs_writer_allocated();
+}
+
+#[test]
 fn m8() {
     m8_automatic_look_vs_writer();
 }
@@ -509,12 +531,15 @@ fn mutant_seal_without_restore_caught_by_m5() {
 }
 
 /// X10: a bucket sweeper that trusts its look instead of re-judging under the seal removes
-/// a window holding a fresh reservation, with a watermark too low to cover it.
+/// a window holding a fresh reservation (lost with it), with a watermark too low to cover
+/// it. (On M7's
+/// inline window the writer's first write is the growth's seal, on which the sweeper's
+/// seal fails: the mutant needs the allocated form.)
 #[test]
 #[cfg(slidelimit_loom_mutant = "buckets_seal_without_recheck")]
-#[should_panic(expected = "window oracle:")]
-fn mutant_buckets_seal_without_recheck_caught_by_m7() {
-    m7_bucket_seal_vs_writer();
+#[should_panic(expected = "lost hit:")]
+fn mutant_buckets_seal_without_recheck_caught_by_m7b() {
+    m7b_bucket_seal_vs_writer_allocated();
 }
 
 /// X11: a sweeper that leaves a removed key's tombstone only after unlinking it lets a late
