@@ -53,6 +53,8 @@ pub enum Trace {
     Churn,
     /// The comparison's Zipf workload, with its limit.
     Zipf,
+    /// Fresh keys hit `hits` times in a row, `ticks_per_call` apart, with the churn's limit.
+    Repeat { hits: u64, ticks_per_call: u64 },
 }
 
 /// The contender called `name`, built for the churn, or `None` for an unknown name.
@@ -64,7 +66,7 @@ pub fn build(name: &str, removal: Removal) -> Option<Box<dyn RateLimiter<u64>>> 
 pub fn build_for(name: &str, removal: Removal, trace: Trace) -> Option<Box<dyn RateLimiter<u64>>> {
     let limit = move || {
         let (max_requests, window_ticks) = match trace {
-            Trace::Churn => (MAX_REQUESTS, WINDOW_TICKS),
+            Trace::Churn | Trace::Repeat { .. } => (MAX_REQUESTS, WINDOW_TICKS),
             Trace::Zipf => {
                 let zipf = zipf_workload();
                 (zipf.max_requests, zipf.window_ns / TICK_NS)

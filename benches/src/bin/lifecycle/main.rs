@@ -8,10 +8,16 @@
 //! CPU time per decision, side by side. `count-zipf` counts the comparison's Zipf workload
 //! the way `count` counts the churn (1M keys, Zipf s = 1, 32 per 4,000 ticks, one tick every
 //! 64 calls: a hot head decided on keys it holds, a tail that keeps creating keys).
+//! `count-repeat` counts keys hit a few times each: fresh keys, each hit `hits` times in a
+//! row, the clock moving `ticks per call` ticks between calls (1: a burst within one bucket;
+//! 2,500, the rolling buckets' width here: every hit in a bucket of its own), so a key's
+//! first call creates it, its later ones find it, and the sweep removes it once idle. The
+//! price of a window kept inline until its second hit (or second bucket) shows here.
 //!
 //! ```text
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- count lock-free 200000
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- count-zipf lock-free 200000
+//! cargo run --release -p slidelimit-bench --bin lifecycle -- count-repeat lock-free 2 1 200000
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- phases lock-free 5 20000
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- time 5
 //! cargo run --release -p slidelimit-bench --bin lifecycle -- time 5 lock-free deque-mutex
@@ -33,6 +39,7 @@ use contenders::{build, build_for, zipf_workload, Removal, Trace, ALL as CONTEND
 
 const USAGE: &str = "usage: lifecycle count <contender> [calls] \
      | lifecycle count-zipf <contender> [calls] \
+     | lifecycle count-repeat <contender> <hits per key> <ticks per call> [calls] \
      | lifecycle phases <contender> [cycles] [calls per cycle] \
      | lifecycle time [rounds] [contender...]";
 
@@ -65,6 +72,24 @@ impl Calls for Churn {
     fn next_call(&mut self) -> (u64, u64) {
         self.tick += 1;
         (mix64(self.keys.below(KEYS)), self.tick)
+    }
+}
+
+/// Fresh keys hit `hits` times each in a row, the clock moving `ticks_per_call` per call.
+struct Repeat {
+    hits: u64,
+    ticks_per_call: u64,
+    call: u64,
+}
+
+impl Calls for Repeat {
+    #[inline(always)]
+    fn next_call(&mut self) -> (u64, u64) {
+        self.call += 1;
+        (
+            mix64(self.call / self.hits),
+            self.call * self.ticks_per_call,
+        )
     }
 }
 
@@ -141,10 +166,27 @@ fn count(name: &str, calls: u64, trace: Trace) -> ExitCode {
             warm_up(&mut zipf, limiter.as_ref(), ZIPF_WARM_UP);
             measured(&mut zipf, limiter.as_ref(), calls)
         }
+        Trace::Repeat {
+            hits,
+            ticks_per_call,
+        } => {
+            let mut repeat = Repeat {
+                hits,
+                ticks_per_call,
+                call: 0,
+            };
+            // Whole keys in each phase: the warm-up ends on a key's last hit.
+            warm_up(&mut repeat, limiter.as_ref(), WARM_UP / hits * hits);
+            measured(&mut repeat, limiter.as_ref(), calls)
+        }
     };
     let label = match trace {
-        Trace::Churn => "",
-        Trace::Zipf => " (zipf)",
+        Trace::Churn => String::new(),
+        Trace::Zipf => " (zipf)".to_owned(),
+        Trace::Repeat {
+            hits,
+            ticks_per_call,
+        } => format!(" ({hits} hits per key, {ticks_per_call} ticks per call)"),
     };
     println!(
         "{name}{label}: {calls} calls, {admitted} admitted, {} keys tracked",
@@ -232,6 +274,24 @@ fn main() -> ExitCode {
                 Trace::Zipf
             };
             count(name, calls, trace)
+        }
+        Some("count-repeat") => {
+            let number = |i: usize| args.get(i).and_then(|c| c.parse::<u64>().ok());
+            let (Some(name), Some(hits), Some(ticks_per_call)) =
+                (args.get(1), number(2).filter(|&h| h > 0), number(3))
+            else {
+                eprintln!("{USAGE}");
+                return ExitCode::FAILURE;
+            };
+            let calls = number(4).unwrap_or(200_000) / hits * hits;
+            count(
+                name,
+                calls,
+                Trace::Repeat {
+                    hits,
+                    ticks_per_call,
+                },
+            )
         }
         Some("phases") => {
             let Some(name) = args.get(1) else {

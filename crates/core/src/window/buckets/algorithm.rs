@@ -539,9 +539,21 @@ pub(super) fn surely_live_by<C: BucketCells>(cells: &C, horizon: u64) -> bool {
 /// read counts zero: it cannot change the answer. A window hit once (key churn) is judged
 /// from one bucket instead of `NB`. Without a seal a reservation may land behind the scan;
 /// a look without a seal is a filter the sealed re-check confirms, or a hint.
+#[inline]
 pub(super) fn idle_from<C: BucketCells>(cells: &C) -> u64 {
     let geometry = cells.geometry();
     let snap = snapshot(cells);
+    if cells.head_bucket_only() {
+        // An inline window (`window/buckets/inline.rs`): all its weight is at the head's
+        // epoch, counted by the total itself, so nothing is ever in flight and the scan
+        // below would read that one bucket to find exactly this.
+        let fresh_epoch = if snap.total > 0 {
+            snap.head.saturating_add(geometry.physical)
+        } else {
+            snap.head.saturating_sub(geometry.lateness)
+        };
+        return fresh_epoch.saturating_mul(geometry.bucket_ticks);
+    }
     let mut cleaned = snap.cleaned;
     let mut recorded = 0u64;
     // Not late for any caller from here on; then no retained bucket may hold weight.
