@@ -4,11 +4,11 @@
 # every contender, counted by callgrind (instructions per churn call, per created key and per
 # removed key, and where the lock-free and mutex limiters spend them) and timed in
 # interleaved rounds on one thread (CPU time per decision, side by side), and the comparison's
-# Zipf workload on one thread, counted the same way. Writes
+# Zipf workload on one thread, counted the same way, and fresh keys hit a few times each. Writes
 # results/lifecycle.md, keeping its hand-written "## Reading" section if there is one, and a
 # per-contender summary of every count in results/lifecycle/.
 #
-# Needs valgrind (`apt-get install valgrind`). About 10 minutes on 2 cores.
+# Needs valgrind (`apt-get install valgrind`). About 15 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -90,6 +90,25 @@ for contender in "${contenders[@]}"; do
     # "<name>: created C admitted A removed R tracked T"
     read -r "created[$contender]" "removed[$contender]" < <(awk '{ print $3, $7 }' "$out/$contender-phases.txt")
     echo "counted $contender" >&2
+done
+
+# Keys hit a few times: fresh keys, each hit h times in a row, t ticks apart (count-repeat);
+# instructions per key. "h t" pairs: a burst of two within one bucket, two a bucket apart
+# (the buckets' width is 2,500 ticks here), twenty a bucket apart.
+repeats=("2 1" "2 2500" "20 2500")
+declare -A repeat
+for contender in "${contenders[@]}"; do
+    for pair in "${repeats[@]}"; do
+        read -r hits ticks <<< "$pair"
+        file="$out/$contender-repeat-$hits-$ticks.out"
+        valgrind --tool=callgrind --toggle-collect='lifecycle::measured*' \
+            --callgrind-out-file="$file" "$bin" count-repeat "$contender" "$hits" "$ticks" "$calls" \
+            > /dev/null 2> /dev/null
+        # count-repeat counts whole keys: calls rounded down to a multiple of the hits.
+        repeat[$contender,$pair]=$(awk -v t="$(total "$file")" -v n="$calls" -v h="$hits" \
+            'BEGIN { printf "%.0f", t / (int(n / h)) }')
+    done
+    echo "counted $contender's repeated keys" >&2
 done
 
 # One summary per contender: per churn call, per created key, per removed key.
@@ -174,6 +193,22 @@ reading=$(awk '/^## Reading/ { on = 1 } on' results/lifecycle.md 2>/dev/null || 
             -v zr="${zipf[$contender]}" -v zbase="${zipf[deque-mutex]}" \
             'BEGIN { printf "| %s | %.0f | %.0f | %.0f | %.0f | %.2f | %.0f | %.2f |\n",
                 c, ci / cn, ri / rn, ci / cn + ri / rn, ir / n, ir / base, zr / n, zr / zbase }'
+    done
+    echo
+    echo "## Keys hit a few times"
+    echo
+    echo "Fresh keys, each hit \`h\` times in a row with the clock moving \`t\` ticks per call"
+    echo "(\`lifecycle count-repeat <contender> h t\`, the churn's limit; $calls calls counted after"
+    echo "the warm-up), instructions per key: its creation, its calls, and its share of the sweep"
+    echo "and the frees. The rolling buckets here are 2,500 ticks wide, so \`t\` = 1 keeps a key's"
+    echo "hits in one bucket and \`t\` = 2,500 puts each in a bucket of its own. A lock-free window"
+    echo "kept inline grows once in a key's life: the exact log at its second hit, the rolling"
+    echo "buckets at their first call in a second bucket."
+    echo
+    echo "| contender | h = 2, t = 1 | h = 2, t = 2,500 | h = 20, t = 2,500 |"
+    echo "|---|---:|---:|---:|"
+    for contender in "${contenders[@]}"; do
+        echo "| $contender | ${repeat[$contender,2 1]} | ${repeat[$contender,2 2500]} | ${repeat[$contender,20 2500]} |"
     done
     echo
     echo "## CPU time per decision, one thread"
