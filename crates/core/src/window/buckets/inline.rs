@@ -19,6 +19,10 @@
 //!   nothing and answers `Err(Retired)` with the window unsealed (the algorithm asks
 //!   [`super::algorithm::BucketCells::head_bucket_only`] before any write).
 //!
+//! The algorithm runs on the inline form through its own cells, [`InlineCells`]; each
+//! operation of the window picks the cells of its form once (`with_cells!` in
+//! `storage.rs`), so the allocated form's bucket accesses never test the form.
+//!
 //! The keyed limiter then sees `needs_slots` and replaces the entry by one whose array is
 //! allocated and holds exactly the words the inline form stood for: the replacement
 //! handshake limit changes use (seal for good, build, swap by pointer identity), no new
@@ -48,11 +52,87 @@
 //!   `Err(Retired)` that a given-back seal caused it may also say yes, and the window grows
 //!   one call early, which changes no answer.
 
+use super::algorithm::BucketCells;
 use super::packed::{decode, is_sealed, low, pack, SEALED};
 use super::state::empty_bucket;
 use super::storage::{AtomicBuckets, Header};
 use super::Geometry;
 use crate::sync::{retry_hint, AtomicU64, Ordering};
+
+/// The algorithm's cells on an inline window: the header's two words as in the allocated
+/// form, every bucket computed (see the module docs). The algorithm stops every call that
+/// would advance the head or write another bucket before its first write
+/// ([`BucketCells::head_bucket_only`]), so the writes below that cannot happen say so.
+pub(super) struct InlineCells<'a>(pub(super) &'a AtomicBuckets);
+
+impl InlineCells<'_> {
+    /// The head's epoch and slot: `cleaned`, which an inline window never moves.
+    #[inline]
+    fn head(&self) -> (u64, usize) {
+        let head = self.0.header.cleaned();
+        (head, self.0.geometry.slot(head))
+    }
+}
+
+impl BucketCells for InlineCells<'_> {
+    #[inline]
+    fn geometry(&self) -> Geometry {
+        self.0.geometry
+    }
+    #[inline]
+    fn cleaned(&self) -> u64 {
+        self.0.header.cleaned()
+    }
+    fn raise_cleaned(&mut self, _epoch: u64) {
+        unreachable!("an inline window never recycles: its head never moves")
+    }
+    fn shift_cleaned(&mut self, _current: u64, _new: u64) -> bool {
+        unreachable!("an inline window never advances its head")
+    }
+    #[inline]
+    fn word(&self) -> u64 {
+        self.0.header.word()
+    }
+    #[inline]
+    fn replace_word(&mut self, current: u64, new: u64) -> Result<(), u64> {
+        self.0.header.replace_word(current, new)
+    }
+    #[inline]
+    fn bucket(&self, slot: usize) -> u64 {
+        let (head, head_slot) = self.head();
+        if slot == head_slot {
+            // The head's bucket counts the running total (the word's Acquire load pairs
+            // with the reservations' AcqRel CASes).
+            pack(head, low(self.word()))
+        } else {
+            empty_bucket(head, head_slot, slot, self.0.geometry.physical as usize)
+        }
+    }
+    fn replace_bucket(&mut self, _slot: usize, _current: u64, _new: u64) -> Result<(), u64> {
+        unreachable!("an inline window replaces no bucket: its calls write the head word alone")
+    }
+    #[inline]
+    fn add_to_bucket(&mut self, slot: usize, _n: u64) {
+        // The head's bucket counts the total, which holds `n` since the reservation: nothing
+        // is left to record.
+        debug_assert_eq!(
+            slot,
+            self.head().1,
+            "an inline window records in its head alone"
+        );
+    }
+    fn store_bucket(&mut self, _slot: usize, _value: u64) {
+        unreachable!("only a recycle stores, and an inline window never recycles")
+    }
+    #[inline]
+    fn counts_only_in(&self) -> Option<usize> {
+        Some(self.head().1)
+    }
+    #[inline]
+    fn head_bucket_only(&self) -> bool {
+        true
+    }
+}
 
 impl AtomicBuckets {
     /// An empty window whose head is at `now`'s epoch, in the inline form (see the module
@@ -73,29 +153,6 @@ impl AtomicBuckets {
     #[inline]
     pub(super) fn is_inline(&self) -> bool {
         self.buckets.is_empty()
-    }
-
-    /// The head's slot of an inline window, `slot(cleaned)`.
-    pub(super) fn inline_head_slot(&self) -> usize {
-        // Acquire: pairs with nothing that moves it (an inline window's `cleaned` is written
-        // once, at creation); the load is ordered like every other `cleaned` load.
-        self.geometry
-            .slot(self.header.cleaned.load(Ordering::Acquire))
-    }
-
-    /// Bucket `slot` of an inline window, computed (see the module docs).
-    #[inline(never)]
-    pub(super) fn inline_bucket(&self, slot: usize) -> u64 {
-        // Acquire: as in `inline_head_slot`.
-        let head = self.header.cleaned.load(Ordering::Acquire);
-        let head_slot = self.geometry.slot(head);
-        if slot == head_slot {
-            // Acquire: pairs with the reservations' AcqRel CASes on the head word, whose
-            // totals this count is.
-            pack(head, low(self.header.word.load(Ordering::Acquire)))
-        } else {
-            empty_bucket(head, head_slot, slot, self.geometry.physical as usize)
-        }
     }
 
     /// Every bucket word of an inline window whose head word is `word` and `cleaned`

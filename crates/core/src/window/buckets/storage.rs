@@ -10,6 +10,7 @@ use super::algorithm::{
     surely_live_by, undo, BucketCells, BucketsTaken,
 };
 use super::by_use::BucketsByUse;
+use super::inline::InlineCells;
 use super::packed::{is_sealed, low, pack, SEALED};
 use super::state::export_words;
 use super::{Geometry, RollingBuckets};
@@ -170,6 +171,51 @@ pub(super) struct Header {
     pub(super) cleaned: AtomicU64,
 }
 
+impl Header {
+    /// `cleaned`, as the algorithm's cells read it (both forms).
+    #[inline]
+    pub(super) fn cleaned(&self) -> u64 {
+        // Acquire: pairs with the Release raise after a round of recycles (and the shift
+        // CAS), so the word and bucket loads that follow see those recycles.
+        self.cleaned.load(Ordering::Acquire)
+    }
+
+    /// The head word, as the algorithm's cells read it (both forms).
+    #[inline]
+    pub(super) fn word(&self) -> u64 {
+        // Acquire: pairs with the AcqRel CASes on the word (advance, reserve, subtract).
+        self.word.load(Ordering::Acquire)
+    }
+
+    /// The CAS on the head word (both forms).
+    #[inline]
+    pub(super) fn replace_word(&self, current: u64, new: u64) -> Result<(), u64> {
+        // Success AcqRel: the one serialization point; Acquire sees the subtractions and
+        // advances before it, Release publishes this reservation before the record that
+        // follows. Failure Acquire: the value found is re-decided like a fresh load.
+        self.word
+            .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+    }
+}
+
+/// Runs `$body` with `$cells` bound to the algorithm's cells for `$window`'s form: its bucket
+/// array, or the inline form's computed words (`inline.rs`). One test of the form per
+/// operation, so no bucket access in either form tests it.
+macro_rules! with_cells {
+    ($window:expr, |$cells:ident| $body:expr) => {
+        if $window.is_inline() {
+            #[allow(unused_mut)]
+            let mut $cells = InlineCells($window);
+            $body
+        } else {
+            #[allow(unused_mut)]
+            let mut $cells = $window;
+            $body
+        }
+    };
+}
+
 /// The rolling-bucket window in atomics: every decision is a CAS on the head word, every
 /// bucket update a CAS or `fetch_add` on its packed word; no lock.
 ///
@@ -298,9 +344,7 @@ impl BucketCells for &AtomicBuckets {
     }
     #[inline]
     fn cleaned(&self) -> u64 {
-        // Acquire: pairs with the Release raise after a round of recycles (and the shift
-        // CAS), so the word and bucket loads that follow see those recycles.
-        self.header.cleaned.load(Ordering::Acquire)
+        self.header.cleaned()
     }
     #[inline]
     fn raise_cleaned(&mut self, epoch: u64) {
@@ -319,65 +363,36 @@ impl BucketCells for &AtomicBuckets {
     }
     #[inline]
     fn word(&self) -> u64 {
-        // Acquire: pairs with the AcqRel CASes on the word (advance, reserve, subtract).
-        self.header.word.load(Ordering::Acquire)
+        self.header.word()
     }
     #[inline]
     fn replace_word(&mut self, current: u64, new: u64) -> Result<(), u64> {
-        // Success AcqRel: the one serialization point; Acquire sees the subtractions and
-        // advances before it, Release publishes this reservation before the record that
-        // follows. Failure Acquire: the value found is re-decided like a fresh load.
-        self.header
-            .word
-            .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
-            .map(|_| ())
+        self.header.replace_word(current, new)
     }
     #[inline]
     fn bucket(&self, slot: usize) -> u64 {
-        match self.buckets.get(slot) {
-            // Acquire: pairs with the records' and recycles' AcqRel writes of this bucket.
-            Some(bucket) => bucket.load(Ordering::Acquire),
-            None => self.inline_bucket(slot),
-        }
+        // Acquire: pairs with the records' and recycles' AcqRel writes of this bucket.
+        self.buckets[slot].load(Ordering::Acquire)
     }
     #[inline]
     fn replace_bucket(&mut self, slot: usize, current: u64, new: u64) -> Result<(), u64> {
-        let Some(bucket) = self.buckets.get(slot) else {
-            unreachable!("an inline window replaces no bucket: its calls write the head alone")
-        };
         // Success AcqRel: a recycle's Acquire pairs with the Release of every record it
         // clears, so its subtraction follows their reservations in the word's order; a
         // record's Release publishes its reservation to that recycler. Failure Acquire: the
         // value found is re-decided like a fresh load.
-        bucket
+        self.buckets[slot]
             .compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
             .map(|_| ())
     }
     #[inline]
     fn add_to_bucket(&mut self, slot: usize, n: u64) {
-        match self.buckets.get(slot) {
-            // AcqRel: the Release is essential (a recycler that clears this weight must
-            // happen-after its reservation); see `replace_bucket`.
-            Some(bucket) => {
-                bucket.fetch_add(n, Ordering::AcqRel);
-            }
-            // The head's bucket of an inline window counts the total, which holds `n`
-            // since the reservation (`inline.rs`): nothing is left to record.
-            None => debug_assert_eq!(slot, self.inline_head_slot(), "inline: the head alone"),
-        }
+        // AcqRel: the Release is essential (a recycler that clears this weight must
+        // happen-after its reservation); see `replace_bucket`.
+        self.buckets[slot].fetch_add(n, Ordering::AcqRel);
     }
     fn store_bucket(&mut self, slot: usize, value: u64) {
-        // Only the split-tag-count mutant stores (in a recycle, which an inline window never
-        // runs); it is wrong whatever the ordering.
+        // Only the split-tag-count mutant stores; it is wrong whatever the ordering.
         self.buckets[slot].store(value, Ordering::Release);
-    }
-    #[inline]
-    fn counts_only_in(&self) -> Option<usize> {
-        self.is_inline().then(|| self.inline_head_slot())
-    }
-    #[inline]
-    fn head_bucket_only(&self) -> bool {
-        self.is_inline()
     }
 }
 
@@ -386,18 +401,18 @@ impl AtomicWindow for AtomicBuckets {
 
     #[inline]
     fn hit_n(&self, now: u64, n: u64) -> Result<(), Retired> {
-        hit(&mut &*self, now, n)
+        with_cells!(self, |cells| hit(&mut cells, now, n))
     }
     #[inline]
     fn check_and_hit_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
-        check_and_hit(&mut &*self, now, n)
+        with_cells!(self, |cells| check_and_hit(&mut cells, now, n))
     }
     #[inline]
     fn allowed_n(&self, now: u64, n: u64) -> Result<bool, Retired> {
-        allowed(&self, now, n)
+        with_cells!(self, |cells| allowed(&cells, now, n))
     }
     fn status_n(&self, now: u64, n: u64) -> Result<Status, Retired> {
-        status(&self, now, n)
+        with_cells!(self, |cells| status(&cells, now, n))
     }
     fn limit(&self) -> Limit {
         self.geometry.limit()
@@ -449,12 +464,14 @@ impl AtomicWindow for AtomicBuckets {
     }
     fn try_seal(&self, horizon: u64) -> Option<u64> {
         // A look first: most windows a sweep visits are live, and this changes nothing. The
-        // head's bucket first, then every bucket (an inline window's look reads its head's
-        // bucket alone: the first step would only read it twice).
-        if !self.is_inline() && surely_live_by(&self, horizon) {
-            return None;
-        }
-        let looked = idle_from(&self);
+        // head's bucket first, then every bucket (an inline window's look reads its header
+        // alone: the first step would only read it twice).
+        let looked = with_cells!(self, |cells| {
+            if !cells.head_bucket_only() && surely_live_by(&cells, horizon) {
+                return None;
+            }
+            idle_from(&cells)
+        });
         if looked > horizon {
             return None;
         }
@@ -480,7 +497,7 @@ impl AtomicWindow for AtomicBuckets {
         // Sealed: no reservation or head advance can happen any more, so this judges every
         // admission there will ever be in this window (one still being recorded, or a
         // recycle not yet subtracted, reads as in flight: u64::MAX).
-        let idle_from = idle_from(&self);
+        let idle_from = AtomicLayer::fresh_from(self);
         if idle_from > horizon {
             // AcqRel: Release hands the window back to the writers that wait on the seal
             // (their snapshot's Acquire load pairs with it); an RMW, so a subtraction that
@@ -513,15 +530,15 @@ impl AtomicLayer for AtomicBuckets {
         n: u64,
         _final_window: bool,
     ) -> Result<Option<BucketsTaken>, Retired> {
-        reserve(&mut &*self, now, n)
+        with_cells!(self, |cells| reserve(&mut cells, now, n))
     }
     fn commit(&self, taken: BucketsTaken) {
-        commit(&mut &*self, taken);
+        with_cells!(self, |cells| commit(&mut cells, taken));
     }
     fn undo(&self, taken: BucketsTaken) {
-        undo(&mut &*self, taken);
+        with_cells!(self, |cells| undo(&mut cells, taken));
     }
     fn fresh_from(&self) -> u64 {
-        idle_from(&self)
+        with_cells!(self, |cells| idle_from(&cells))
     }
 }
