@@ -531,13 +531,13 @@ fn mutant_seal_without_restore_caught_by_m5() {
 }
 
 /// X10: a bucket sweeper that trusts its look instead of re-judging under the seal removes
-/// a window holding a fresh reservation (lost with it), with a watermark too low to cover
-/// it. (On M7's
+/// a window holding a fresh reservation, with a watermark too low to cover it, so 32 is
+/// admitted too. (On M7's
 /// inline window the writer's first write is the growth's seal, on which the sweeper's
 /// seal fails: the mutant needs the allocated form.)
 #[test]
 #[cfg(slidelimit_loom_mutant = "buckets_seal_without_recheck")]
-#[should_panic(expected = "lost hit:")]
+#[should_panic(expected = "window oracle:")]
 fn mutant_buckets_seal_without_recheck_caught_by_m7b() {
     m7b_bucket_seal_vs_writer_allocated();
 }
