@@ -57,7 +57,7 @@ use super::packed::{decode, is_sealed, low, pack, SEALED};
 use super::state::empty_bucket;
 use super::storage::{AtomicBuckets, Header};
 use super::Geometry;
-use crate::sync::{retry_hint, AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 
 /// The algorithm's cells on an inline window: the header's two words as in the allocated
 /// form, every bucket computed (see the module docs). The algorithm stops every call that
@@ -180,34 +180,12 @@ impl AtomicBuckets {
         if !self.is_inline() {
             return None;
         }
-        // Acquire: pairs with the AcqRel CASes on the word, like every head load.
-        let mut word = self.header.word.load(Ordering::Acquire);
-        loop {
-            if is_sealed(word) {
-                return None;
-            }
-            if cfg!(slidelimit_loom_mutant = "buckets_grow_without_seal") {
-                // Deliberately broken for the loom negative control: grows from a look, so
-                // an admission after it stays in the old window, lost with it.
-                return Some(());
-            }
-            // Success AcqRel: Acquire orders the seal after every reservation before it (the
-            // grown window copies their total), Release publishes it to the writers whose
-            // head CAS fails on it. Failure Acquire: the word found is judged like a fresh
-            // load.
-            match self.header.word.compare_exchange(
-                word,
-                word | SEALED,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Some(()),
-                Err(found) => {
-                    word = found;
-                    retry_hint();
-                }
-            }
+        if cfg!(slidelimit_loom_mutant = "buckets_grow_without_seal") {
+            // Deliberately broken for the loom negative control: grows from a look, so an
+            // admission after it stays in the old window, lost with it.
+            return (!is_sealed(self.header.word())).then_some(());
         }
+        self.header.seal().then_some(())
     }
 
     /// The allocated window holding exactly the words this inline window, sealed by

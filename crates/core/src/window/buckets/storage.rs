@@ -187,6 +187,31 @@ impl Header {
         self.word.load(Ordering::Acquire)
     }
 
+    /// Sets the head word's seal for good, whatever the window holds (a replacement's seal:
+    /// a limit change, a restore, a growth); false if someone else holds it.
+    pub(super) fn seal(&self) -> bool {
+        // Acquire: pairs with the AcqRel CASes on the word, like every head load.
+        let mut word = self.word.load(Ordering::Acquire);
+        while !is_sealed(word) {
+            // Success AcqRel: Acquire orders the seal after every reservation before it (the
+            // replacement reads their total), Release publishes it to the writers whose head
+            // CAS fails on it. Failure Acquire: the word found is judged like a fresh load.
+            match self.word.compare_exchange(
+                word,
+                word | SEALED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(found) => {
+                    word = found;
+                    retry_hint();
+                }
+            }
+        }
+        false
+    }
+
     /// The CAS on the head word (both forms).
     #[inline]
     pub(super) fn replace_word(&self, current: u64, new: u64) -> Result<(), u64> {
@@ -423,27 +448,8 @@ impl AtomicWindow for AtomicBuckets {
         self.export_stable(false)
     }
     fn seal_for_swap(&self) -> Option<WindowState> {
-        // Acquire: pairs with the AcqRel CASes on the word, like every head load.
-        let mut word = self.header.word.load(Ordering::Acquire);
-        loop {
-            if is_sealed(word) {
-                return None;
-            }
-            // Success AcqRel: Acquire orders the seal after every reservation before it,
-            // Release publishes it to writers whose head CAS fails on it. Failure Acquire:
-            // the word found is judged like a fresh load.
-            match self.header.word.compare_exchange(
-                word,
-                word | SEALED,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => break,
-                Err(found) => {
-                    word = found;
-                    retry_hint();
-                }
-            }
+        if !self.header.seal() {
+            return None;
         }
         // Sealed for good: no reservation or advance can start; records and recycles in
         // flight finish, and the collects settle once they have.
