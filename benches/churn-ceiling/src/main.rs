@@ -1,0 +1,208 @@
+//! Key churn on a map shared by every thread, with no limiter around it: each call inserts a
+//! never-seen key, and each thread removes its own oldest key once it holds its share of
+//! `live` keys, so the map holds about `live` keys while every call creates one and removes
+//! one, as the limiters' `churn` workload does. Three layouts:
+//! - `papaya`: the lock-free limiter's map (512 papaya shards sharing one seize collector,
+//!   reclamation batches of 31, blocking resizes, no `fast-barrier`), a 32-byte value of
+//!   atomics per key (a key's inline state);
+//! - `mutex-map`: 512 `Mutex<HashMap>` shards, the value boxed (one allocation per key, as
+//!   papaya's node);
+//! - `private`: each thread its own `HashMap` of its own keys, boxed values, nothing shared:
+//!   what the machine gives two threads when no cache line moves between them.
+//!
+//! Prints `<mode> <threads> <live> <million calls per second>` after `--duration-ms`
+//! (default 1500 ms) of calls.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+type Hasher = foldhash::fast::FixedState;
+
+const SHARDS: usize = 512;
+
+/// A key's state: four atomic words (the limiter's inline exact log at its smallest).
+#[derive(Default)]
+struct Value {
+    _words: [AtomicU64; 4],
+}
+
+fn mix(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+/// One layout: `create` inserts a key, `remove` forgets one this thread created.
+trait Layout: Send + Sync {
+    fn create(&self, thread: usize, key: u64);
+    fn remove(&self, thread: usize, key: u64);
+}
+
+struct Papaya {
+    shards: Vec<papaya::HashMap<u64, Value, Hasher>>,
+    shard_hasher: Hasher,
+}
+
+impl Papaya {
+    fn new() -> Self {
+        let collector = Arc::new(seize::Collector::new().batch_size(31));
+        let shards = (0..SHARDS)
+            .map(|_| {
+                papaya::HashMap::builder()
+                    .hasher(Hasher::with_seed(7))
+                    .shared_collector(Arc::clone(&collector))
+                    .resize_mode(papaya::ResizeMode::Blocking)
+                    .build()
+            })
+            .collect();
+        Self {
+            shards,
+            shard_hasher: Hasher::with_seed(9),
+        }
+    }
+
+    fn shard(&self, key: u64) -> &papaya::HashMap<u64, Value, Hasher> {
+        &self.shards[self.shard_hasher.hash_one(key) as usize % SHARDS]
+    }
+}
+
+impl Layout for Papaya {
+    fn create(&self, _: usize, key: u64) {
+        let shard = self.shard(key);
+        let guard = shard.guard();
+        let _ = shard.try_insert_with(key, Value::default, &guard);
+    }
+
+    fn remove(&self, _: usize, key: u64) {
+        let shard = self.shard(key);
+        let guard = shard.guard();
+        shard.remove(&key, &guard);
+    }
+}
+
+struct MutexMap {
+    shards: Vec<Mutex<HashMap<u64, Box<Value>, Hasher>>>,
+    shard_hasher: Hasher,
+}
+
+impl MutexMap {
+    fn new() -> Self {
+        Self {
+            shards: (0..SHARDS)
+                .map(|_| Mutex::new(HashMap::with_hasher(Hasher::with_seed(7))))
+                .collect(),
+            shard_hasher: Hasher::with_seed(9),
+        }
+    }
+
+    fn shard(&self, key: u64) -> std::sync::MutexGuard<'_, HashMap<u64, Box<Value>, Hasher>> {
+        self.shards[self.shard_hasher.hash_one(key) as usize % SHARDS]
+            .lock()
+            .unwrap()
+    }
+}
+
+impl Layout for MutexMap {
+    fn create(&self, _: usize, key: u64) {
+        self.shard(key).insert(key, Box::default());
+    }
+
+    fn remove(&self, _: usize, key: u64) {
+        self.shard(key).remove(&key);
+    }
+}
+
+/// One map per thread, each padded to its own cache lines; a thread only locks its own
+/// (uncontended, the lock word stays in its core's cache).
+struct Private {
+    maps: Vec<Padded<Mutex<HashMap<u64, Box<Value>, Hasher>>>>,
+}
+
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl Layout for Private {
+    fn create(&self, thread: usize, key: u64) {
+        self.maps[thread].0.lock().unwrap().insert(key, Box::default());
+    }
+
+    fn remove(&self, thread: usize, key: u64) {
+        self.maps[thread].0.lock().unwrap().remove(&key);
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: slidelimit-churn-ceiling <papaya|mutex-map|private> <threads> <live keys> [--duration-ms N]";
+    let (Some(mode), Some(threads), Some(live)) = (
+        args.get(1),
+        args.get(2).and_then(|t| t.parse::<usize>().ok()),
+        args.get(3).and_then(|l| l.parse::<usize>().ok()),
+    ) else {
+        eprintln!("{usage}");
+        std::process::exit(2);
+    };
+    let duration_ms = match args.get(4).map(String::as_str) {
+        Some("--duration-ms") => args.get(5).and_then(|d| d.parse().ok()).unwrap_or(1500),
+        _ => 1500,
+    };
+    let threads = threads.max(1);
+    let layout: Arc<dyn Layout> = match mode.as_str() {
+        "papaya" => Arc::new(Papaya::new()),
+        "mutex-map" => Arc::new(MutexMap::new()),
+        "private" => Arc::new(Private {
+            maps: (0..threads)
+                .map(|_| Padded(Mutex::new(HashMap::with_hasher(Hasher::with_seed(7)))))
+                .collect(),
+        }),
+        _ => {
+            eprintln!("{usage}");
+            std::process::exit(2);
+        }
+    };
+    let share = (live / threads).max(1);
+    let stop = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(AtomicU64::new(0));
+    let workers: Vec<_> = (0..threads)
+        .map(|thread| {
+            let (layout, stop, calls) = (Arc::clone(&layout), Arc::clone(&stop), Arc::clone(&calls));
+            std::thread::spawn(move || {
+                let mut held = VecDeque::with_capacity(share + 1);
+                let mut next = (thread as u64) << 48;
+                let mut done = 0_u64;
+                // Relaxed: a stop flag; the joins below order the counts.
+                while !stop.load(Ordering::Relaxed) {
+                    for _ in 0..256 {
+                        next += 1;
+                        let key = mix(next);
+                        layout.create(thread, key);
+                        held.push_back(key);
+                        if held.len() > share {
+                            let oldest = held.pop_front().expect("held is not empty");
+                            layout.remove(thread, oldest);
+                        }
+                    }
+                    done += 256;
+                }
+                // Relaxed: read after every worker is joined.
+                calls.fetch_add(done, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_millis(duration_ms));
+    // Relaxed: see the workers' loop.
+    stop.store(true, Ordering::Relaxed);
+    for worker in workers {
+        worker.join().expect("a worker panicked");
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    // Relaxed: every worker is joined.
+    let total = calls.load(Ordering::Relaxed) as f64;
+    println!("{mode} {threads} {live} {:.3}", total / seconds / 1e6);
+}
