@@ -2,7 +2,8 @@
 # How key churn scales from one thread to two on this machine: a bare shared map
 # (this package) beside the limiters' own `churn` cells (the comparison's runner), in
 # interleaved rounds, under glibc's default per-thread cache and under a larger one.
-# Writes ../../results/churn-ceiling.md. About 5 minutes on 2 cores.
+# With valgrind installed it also counts instructions per churn call of each bare map
+# (callgrind). Writes ../../results/churn-ceiling.md. About 7 minutes on 2 cores.
 # Usage: bash benches/churn-ceiling/run.sh [rounds]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,10 +28,10 @@ for round in $(seq "$rounds"); do
             # The larger population only under the default cache (it is out of the caches
             # either way).
             [ "$env" = tuned ] && [ "$live" = 400000 ] && continue
-            for mode in private papaya mutex-map; do
+            for mode in private papaya papaya-incremental mutex-map; do
                 for threads in 1 2; do
-                    read -r _ _ _ mops < <(GLIBC_TUNABLES=$tunables "$ceiling" "$mode" "$threads" "$live")
-                    echo "$round $env $mode $threads $live $mops" >> "$out/ceiling.txt"
+                    read -r _ _ _ mops p999 p9999 < <(GLIBC_TUNABLES=$tunables "$ceiling" "$mode" "$threads" "$live")
+                    echo "$round $env $mode $threads $live $mops $p999 $p9999" >> "$out/ceiling.txt"
                 done
             done
         done
@@ -41,21 +42,35 @@ for round in $(seq "$rounds"); do
     done
 done
 
+if command -v valgrind > /dev/null; then
+    for mode in private papaya mutex-map; do
+        valgrind --tool=callgrind --toggle-collect='slidelimit_churn_ceiling::measured*' \
+            --callgrind-out-file="$out/$mode.callgrind" "$ceiling" "$mode" 1 40000 --count 100000 \
+            > /dev/null 2>&1
+        total=$(callgrind_annotate "$out/$mode.callgrind" 2> /dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+        echo "$mode $total" >> "$out/instructions.txt"
+    done
+fi
+
 commit=$(git -C "$root" rev-parse --short HEAD)
 git -C "$root" diff --quiet HEAD -- crates benches || commit="$commit+dirty"
 python3 - "$out" "$rounds" "$commit" > "$root/results/churn-ceiling.md" <<'PY'
 import json, statistics, sys, os, subprocess, platform, datetime
 out, rounds, commit = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rows = {}
+tails = {}
 for line in open(os.path.join(out, "ceiling.txt")):
-    r, env, mode, threads, live, mops = line.split()
+    r, env, mode, threads, live, mops, p999, p9999 = line.split()
     rows.setdefault((env, mode, int(live)), {}).setdefault(int(r), {})[int(threads)] = float(mops)
+    tails.setdefault((env, f"bare map: {mode}", int(live), int(threads)), []).append((int(p999), int(p9999)))
 lim = {}
 for r in range(1, rounds + 1):
     for env in ("default", "tuned"):
         cells = json.load(open(os.path.join(out, f"runner-{r}-{env}", "comparison.json")))["cells"]
         for c in cells:
             lim.setdefault((env, c["variant"]), {}).setdefault(r, {})[c["threads"]] = c["mops"]
+            latency = c["latency"]
+            tails.setdefault((env, f"limiter: {c['variant']}", 40000, c["threads"]), []).append((latency["p999"], latency["p9999"]))
 def cpu():
     for line in open("/proc/cpuinfo"):
         if line.startswith("model name"):
@@ -89,14 +104,37 @@ print(f"| date | {datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%
 for env, title in (("default", "glibc's default cache"), ("tuned", "`tcache_count=100`")):
     print(f"## Million calls per second, {title}\n")
     print("| contender | 1 thread | 2 threads | 2 ÷ 1 | range |\n|---|---:|---:|---:|---:|")
-    for mode in ("private", "papaya", "mutex-map"):
+    for mode in ("private", "papaya", "papaya-incremental", "mutex-map"):
         print(line(f"bare map: {mode}", rows[(env, mode, 40000)]))
     for variant in ("lock-free", "per-key-lock", "mutex", "deque-mutex"):
         print(line(f"limiter: {variant}", lim[(env, variant)]))
     print()
 print("## The bare maps with 400,000 keys held (glibc's default cache)\n")
 print("| map | 1 thread | 2 threads | 2 ÷ 1 | range |\n|---|---:|---:|---:|---:|")
-for mode in ("private", "papaya", "mutex-map"):
+for mode in ("private", "papaya", "papaya-incremental", "mutex-map"):
     print(line(mode, rows[("default", mode, 400000)]))
+print("\n## Tails per call, glibc's default cache\n")
+print("One call in 16 timed alone, in every cell above (40,000 keys held); the median over the")
+print("rounds of each cell's p99.9 and p99.99, microseconds.\n")
+print("| contender | p99.9, 1 thread | p99.99, 1 thread | p99.9, 2 threads | p99.99, 2 threads |")
+print("|---|---:|---:|---:|---:|")
+names = [f"bare map: {m}" for m in ("private", "papaya", "papaya-incremental", "mutex-map")]
+names += [f"limiter: {v}" for v in ("lock-free", "per-key-lock", "mutex", "deque-mutex")]
+for name in names:
+    cells = []
+    for threads in (1, 2):
+        samples = tails[("default", name, 40000, threads)]
+        cells += [statistics.median(s[0] for s in samples) / 1000, statistics.median(s[1] for s in samples) / 1000]
+    print(f"| {name} | " + " | ".join(f"{c:.1f}" for c in cells) + " |")
+instructions = os.path.join(out, "instructions.txt")
+if os.path.exists(instructions):
+    print("\n## Instructions per churn call, one thread (callgrind)\n")
+    print("Each bare map after 80,000 calls of warm-up, 100,000 calls counted: a call inserts a key and")
+    print("removes one, and frees what its reclamation batch holds when it fills; compare")
+    print("`results/lifecycle.md`'s instructions per churn call of the limiters.\n")
+    print("| bare map | per churn call |\n|---|---:|")
+    for line_ in open(instructions):
+        mode, total = line_.split()
+        print(f"| {mode} | {int(total) / 100000:.0f} |")
 PY
 echo "wrote results/churn-ceiling.md" >&2

@@ -5,13 +5,19 @@
 //! - `papaya`: the lock-free limiter's map (512 papaya shards sharing one seize collector,
 //!   reclamation batches of 31, blocking resizes, no `fast-barrier`), a 32-byte value of
 //!   atomics per key (a key's inline state);
+//! - `papaya-incremental`: the same with papaya's incremental resizes (a table is copied a
+//!   chunk at a time by the calls that meet the copy, instead of whole by the call that starts
+//!   it), to tell the resizes' share of the tail;
 //! - `mutex-map`: 512 `Mutex<HashMap>` shards, the value boxed (one allocation per key, as
 //!   papaya's node);
 //! - `private`: each thread its own `HashMap` of its own keys, boxed values, nothing shared:
 //!   what the machine gives two threads when no cache line moves between them.
 //!
-//! Prints `<mode> <threads> <live> <million calls per second>` after `--duration-ms`
-//! (default 1500 ms) of calls.
+//! Prints `<mode> <threads> <live> <million calls per second> <p99.9 ns> <p99.99 ns>` after
+//! `--duration-ms` (default 1500 ms) of calls, one call in 16 timed alone (as the comparison's
+//! runner samples its cells). `--count N` instead runs `live` calls of warm-up and then `N`
+//! calls in `measured` on one thread, for callgrind
+//! (`--toggle-collect='slidelimit_churn_ceiling::measured*'`): instructions per churn call.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
@@ -49,14 +55,14 @@ struct Papaya {
 }
 
 impl Papaya {
-    fn new() -> Self {
+    fn new(resize: impl Fn() -> papaya::ResizeMode) -> Self {
         let collector = Arc::new(seize::Collector::new().batch_size(31));
         let shards = (0..SHARDS)
             .map(|_| {
                 papaya::HashMap::builder()
                     .hasher(Hasher::with_seed(7))
                     .shared_collector(Arc::clone(&collector))
-                    .resize_mode(papaya::ResizeMode::Blocking)
+                    .resize_mode(resize())
                     .build()
             })
             .collect();
@@ -136,9 +142,49 @@ impl Layout for Private {
     }
 }
 
+/// One thread's churn: `calls` calls, each creating the key after `next` and, once `held`
+/// has `share` keys, removing the oldest; one call in 16 is timed into `samples`.
+#[inline(never)]
+fn churn(
+    layout: &dyn Layout,
+    thread: usize,
+    share: usize,
+    held: &mut VecDeque<u64>,
+    next: &mut u64,
+    calls: u64,
+    samples: &mut Vec<u32>,
+) {
+    for call in 0..calls {
+        let timed = (call & 15 == 0).then(Instant::now);
+        *next += 1;
+        let key = mix(*next);
+        layout.create(thread, key);
+        held.push_back(key);
+        if held.len() > share {
+            let oldest = held.pop_front().expect("held is not empty");
+            layout.remove(thread, oldest);
+        }
+        if let Some(started) = timed {
+            samples.push(u32::try_from(started.elapsed().as_nanos()).unwrap_or(u32::MAX));
+        }
+    }
+}
+
+/// [`churn`] under its own name, for callgrind's `--toggle-collect`.
+#[inline(never)]
+fn measured(layout: &dyn Layout, share: usize, held: &mut VecDeque<u64>, next: &mut u64, calls: u64) {
+    let mut samples = Vec::with_capacity(usize::try_from(calls / 16 + 1).unwrap_or(0));
+    churn(layout, 0, share, held, next, calls, &mut samples);
+}
+
+/// The `q`-quantile of sorted samples.
+fn quantile(sorted: &[u32], q: f64) -> u32 {
+    sorted[((sorted.len() as f64 * q) as usize).min(sorted.len() - 1)]
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: slidelimit-churn-ceiling <papaya|mutex-map|private> <threads> <live keys> [--duration-ms N]";
+    let usage = "usage: slidelimit-churn-ceiling <papaya|papaya-incremental|mutex-map|private> <threads> <live keys> [--duration-ms N | --count N]";
     let (Some(mode), Some(threads), Some(live)) = (
         args.get(1),
         args.get(2).and_then(|t| t.parse::<usize>().ok()),
@@ -147,13 +193,18 @@ fn main() {
         eprintln!("{usage}");
         std::process::exit(2);
     };
-    let duration_ms = match args.get(4).map(String::as_str) {
-        Some("--duration-ms") => args.get(5).and_then(|d| d.parse().ok()).unwrap_or(1500),
-        _ => 1500,
+    let flag = |name: &str| {
+        (args.get(4).map(String::as_str) == Some(name))
+            .then(|| args.get(5).and_then(|d| d.parse::<u64>().ok()))
+            .flatten()
     };
-    let threads = threads.max(1);
+    let duration_ms = flag("--duration-ms").unwrap_or(1500);
+    let count = flag("--count");
+    let threads = if count.is_some() { 1 } else { threads.max(1) };
     let layout: Arc<dyn Layout> = match mode.as_str() {
-        "papaya" => Arc::new(Papaya::new()),
+        "papaya" => Arc::new(Papaya::new(|| papaya::ResizeMode::Blocking)),
+        // papaya's default: copy 64 entries at a time.
+        "papaya-incremental" => Arc::new(Papaya::new(|| papaya::ResizeMode::Incremental(64))),
         "mutex-map" => Arc::new(MutexMap::new()),
         "private" => Arc::new(Private {
             maps: (0..threads)
@@ -166,6 +217,14 @@ fn main() {
         }
     };
     let share = (live / threads).max(1);
+    if let Some(calls) = count {
+        let (mut held, mut next) = (VecDeque::with_capacity(share + 1), 0);
+        let mut warm_up = Vec::new();
+        churn(&*layout, 0, share, &mut held, &mut next, 2 * share as u64, &mut warm_up);
+        measured(&*layout, share, &mut held, &mut next, calls);
+        println!("{mode} 1 {live} counted {calls}");
+        return;
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let calls = Arc::new(AtomicU64::new(0));
     let workers: Vec<_> = (0..threads)
@@ -175,22 +234,15 @@ fn main() {
                 let mut held = VecDeque::with_capacity(share + 1);
                 let mut next = (thread as u64) << 48;
                 let mut done = 0_u64;
+                let mut samples = Vec::with_capacity(1 << 20);
                 // Relaxed: a stop flag; the joins below order the counts.
                 while !stop.load(Ordering::Relaxed) {
-                    for _ in 0..256 {
-                        next += 1;
-                        let key = mix(next);
-                        layout.create(thread, key);
-                        held.push_back(key);
-                        if held.len() > share {
-                            let oldest = held.pop_front().expect("held is not empty");
-                            layout.remove(thread, oldest);
-                        }
-                    }
+                    churn(&*layout, thread, share, &mut held, &mut next, 256, &mut samples);
                     done += 256;
                 }
                 // Relaxed: read after every worker is joined.
                 calls.fetch_add(done, Ordering::Relaxed);
+                samples
             })
         })
         .collect();
@@ -198,11 +250,18 @@ fn main() {
     std::thread::sleep(Duration::from_millis(duration_ms));
     // Relaxed: see the workers' loop.
     stop.store(true, Ordering::Relaxed);
+    let mut samples = Vec::new();
     for worker in workers {
-        worker.join().expect("a worker panicked");
+        samples.extend(worker.join().expect("a worker panicked"));
     }
     let seconds = started.elapsed().as_secs_f64();
+    samples.sort_unstable();
     // Relaxed: every worker is joined.
     let total = calls.load(Ordering::Relaxed) as f64;
-    println!("{mode} {threads} {live} {:.3}", total / seconds / 1e6);
+    println!(
+        "{mode} {threads} {live} {:.3} {} {}",
+        total / seconds / 1e6,
+        quantile(&samples, 0.999),
+        quantile(&samples, 0.9999)
+    );
 }
