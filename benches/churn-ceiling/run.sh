@@ -3,7 +3,7 @@
 # (this package) beside the limiters' own `churn` cells (the comparison's runner), in
 # interleaved rounds, under glibc's default per-thread cache and under a larger one.
 # With valgrind installed it also counts instructions per churn call of each bare map
-# (callgrind). Writes ../../results/churn-ceiling.md. About 7 minutes on 2 cores.
+# (callgrind). Writes ../../results/churn-ceiling.md. About 9 minutes on 2 cores.
 # Usage: bash benches/churn-ceiling/run.sh [rounds]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -91,8 +91,11 @@ impl Layout for Papaya {
     }
 }
 
+/// A plain map of boxed values, one allocation per key as papaya's node.
+type BoxedMap = HashMap<u64, Box<Value>, Hasher>;
+
 struct MutexMap {
-    shards: Vec<Mutex<HashMap<u64, Box<Value>, Hasher>>>,
+    shards: Vec<Mutex<BoxedMap>>,
     shard_hasher: Hasher,
 }
 
@@ -106,7 +109,7 @@ impl MutexMap {
         }
     }
 
-    fn shard(&self, key: u64) -> std::sync::MutexGuard<'_, HashMap<u64, Box<Value>, Hasher>> {
+    fn shard(&self, key: u64) -> std::sync::MutexGuard<'_, BoxedMap> {
         self.shards[self.shard_hasher.hash_one(key) as usize % SHARDS]
             .lock()
             .unwrap()
@@ -126,7 +129,7 @@ impl Layout for MutexMap {
 /// One map per thread, each padded to its own cache lines; a thread only locks its own
 /// (uncontended, the lock word stays in its core's cache).
 struct Private {
-    maps: Vec<Padded<Mutex<HashMap<u64, Box<Value>, Hasher>>>>,
+    maps: Vec<Padded<Mutex<BoxedMap>>>,
 }
 
 #[repr(align(128))]
@@ -134,7 +137,11 @@ struct Padded<T>(T);
 
 impl Layout for Private {
     fn create(&self, thread: usize, key: u64) {
-        self.maps[thread].0.lock().unwrap().insert(key, Box::default());
+        self.maps[thread]
+            .0
+            .lock()
+            .unwrap()
+            .insert(key, Box::default());
     }
 
     fn remove(&self, thread: usize, key: u64) {
@@ -172,7 +179,13 @@ fn churn(
 
 /// [`churn`] under its own name, for callgrind's `--toggle-collect`.
 #[inline(never)]
-fn measured(layout: &dyn Layout, share: usize, held: &mut VecDeque<u64>, next: &mut u64, calls: u64) {
+fn measured(
+    layout: &dyn Layout,
+    share: usize,
+    held: &mut VecDeque<u64>,
+    next: &mut u64,
+    calls: u64,
+) {
     let mut samples = Vec::with_capacity(usize::try_from(calls / 16 + 1).unwrap_or(0));
     churn(layout, 0, share, held, next, calls, &mut samples);
 }
@@ -220,7 +233,15 @@ fn main() {
     if let Some(calls) = count {
         let (mut held, mut next) = (VecDeque::with_capacity(share + 1), 0);
         let mut warm_up = Vec::new();
-        churn(&*layout, 0, share, &mut held, &mut next, 2 * share as u64, &mut warm_up);
+        churn(
+            &*layout,
+            0,
+            share,
+            &mut held,
+            &mut next,
+            2 * share as u64,
+            &mut warm_up,
+        );
         measured(&*layout, share, &mut held, &mut next, calls);
         println!("{mode} 1 {live} counted {calls}");
         return;
@@ -229,7 +250,8 @@ fn main() {
     let calls = Arc::new(AtomicU64::new(0));
     let workers: Vec<_> = (0..threads)
         .map(|thread| {
-            let (layout, stop, calls) = (Arc::clone(&layout), Arc::clone(&stop), Arc::clone(&calls));
+            let (layout, stop, calls) =
+                (Arc::clone(&layout), Arc::clone(&stop), Arc::clone(&calls));
             std::thread::spawn(move || {
                 let mut held = VecDeque::with_capacity(share + 1);
                 let mut next = (thread as u64) << 48;
@@ -237,7 +259,15 @@ fn main() {
                 let mut samples = Vec::with_capacity(1 << 20);
                 // Relaxed: a stop flag; the joins below order the counts.
                 while !stop.load(Ordering::Relaxed) {
-                    churn(&*layout, thread, share, &mut held, &mut next, 256, &mut samples);
+                    churn(
+                        &*layout,
+                        thread,
+                        share,
+                        &mut held,
+                        &mut next,
+                        256,
+                        &mut samples,
+                    );
                     done += 256;
                 }
                 // Relaxed: read after every worker is joined.
