@@ -103,6 +103,33 @@ pub fn is_live(hit_tick: u64, now: u64) -> bool {
     hit_tick + WINDOW_TICKS > now
 }
 
+/// Races one `check_and_hit(key, tick)` per tick in `ticks`, each on a thread of its own over
+/// the shared `limiter`; joins them all and returns each tick with its answer, in the order of
+/// `ticks`.
+///
+/// # Panics
+/// When a call panics (the model found a bug, or a negative control caught its mutant).
+pub fn check_and_hit_racing<L>(
+    limiter: &loom::sync::Arc<L>,
+    key: u64,
+    ticks: &[u64],
+) -> Vec<(u64, bool)>
+where
+    L: slidelimit::RateLimiter<u64> + Send + Sync + 'static,
+{
+    let callers: Vec<_> = ticks
+        .iter()
+        .map(|&now| {
+            let limiter = loom::sync::Arc::clone(limiter);
+            loom::thread::spawn(move || (now, limiter.check_and_hit(&key, now)))
+        })
+        .collect();
+    callers
+        .into_iter()
+        .map(|caller| caller.join().expect("a racing call panicked"))
+        .collect()
+}
+
 /// The window oracle: no interval `(x - W, x]` holds more than `max_requests` of the
 /// `admitted` ticks (every `check_and_hit` that returned true, prefix included), by the
 /// workspace's one window audit.

@@ -23,7 +23,8 @@ use loom::thread;
 use slidelimit::raw::{AtomicRing, AtomicWindow};
 use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RateLimiter};
 use slidelimit_loom::{
-    assert_no_seal, assert_window_safe, check, slot_value, RingState, WINDOW_TICKS,
+    assert_no_seal, assert_window_safe, check, check_and_hit_racing, slot_value, RingState,
+    WINDOW_TICKS,
 };
 
 const KEY: u64 = 7;
@@ -115,14 +116,7 @@ fn i0_seal_for_growth_vs_writer() {
 fn i1_growth_vs_slot_zero_writer() {
     check("inline::i1_growth_vs_slot_zero_writer", || {
         let limiter = limiter();
-        let writers: Vec<_> = [5, 12]
-            .into_iter()
-            .map(|now| {
-                let limiter = Arc::clone(&limiter);
-                thread::spawn(move || (now, limiter.check_and_hit(&KEY, now)))
-            })
-            .collect();
-        let mut answers: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        let mut answers = check_and_hit_racing(&limiter, KEY, &[5, 12]);
         answers.extend(calls(&limiter, &[14, 15]));
         let admitted = admitted(&answers);
         assert_window_safe(&admitted, 2);
@@ -176,14 +170,7 @@ fn i2_growth_vs_sweeper() {
 fn i3_two_growers() {
     check("inline::i3_two_growers", || {
         let limiter = limiter();
-        let writers: Vec<_> = [5, 6]
-            .into_iter()
-            .map(|now| {
-                let limiter = Arc::clone(&limiter);
-                thread::spawn(move || (now, limiter.check_and_hit(&KEY, now)))
-            })
-            .collect();
-        let answers: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        let answers = check_and_hit_racing(&limiter, KEY, &[5, 6]);
         let admitted = admitted(&answers);
         assert_window_safe(&admitted, 2);
         assert_eq!(admitted.len(), 2, "exactly one of 5 and 6: {answers:?}");

@@ -21,7 +21,7 @@ use loom::sync::Arc;
 use loom::thread;
 use slidelimit::raw::{Algorithm, AtomicBuckets, AtomicWindow, Layers};
 use slidelimit::{Limit, LockFreeLimiter, Options, RollingBuckets};
-use slidelimit_loom::{assert_window_safe, check, WINDOW_TICKS};
+use slidelimit_loom::{assert_window_safe, check, check_and_hit_racing, WINDOW_TICKS};
 
 const KEY: u64 = 7;
 
@@ -73,14 +73,7 @@ fn b1_two_growers() {
             options,
         ));
         assert!(limiter.check_and_hit(&KEY, 1), "prefix check_and_hit(1)");
-        let writers: Vec<_> = [6, 7]
-            .into_iter()
-            .map(|now| {
-                let limiter = Arc::clone(&limiter);
-                thread::spawn(move || (now, limiter.check_and_hit(&KEY, now)))
-            })
-            .collect();
-        let answers: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        let answers = check_and_hit_racing(&limiter, KEY, &[6, 7]);
         let mut admitted = vec![1];
         admitted.extend(answers.iter().filter(|call| call.1).map(|call| call.0));
         assert_window_safe(&admitted, 2);

@@ -44,7 +44,7 @@ use loom::thread;
 use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets};
 use slidelimit_loom::{
     assert_blocked_until_bound, assert_no_seal, assert_refusal_justified, assert_window_safe,
-    check, RingState, WINDOW_TICKS,
+    check, check_and_hit_racing, RingState, WINDOW_TICKS,
 };
 
 const KEY: u64 = 7;
@@ -260,14 +260,7 @@ fn m3_hit_slips_in_before_seal() {
 fn m4_one_entry_for_new_key() {
     check("keyed::m4_one_entry_for_new_key", || {
         let limiter = limiter(&[]);
-        let writers: Vec<_> = [10, 12]
-            .into_iter()
-            .map(|now| {
-                let limiter = Arc::clone(&limiter);
-                thread::spawn(move || (now, limiter.check_and_hit(&KEY, now)))
-            })
-            .collect();
-        let results: Vec<_> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+        let results = check_and_hit_racing(&limiter, KEY, &[10, 12]);
         let admitted: Vec<u64> = results.iter().filter(|r| r.1).map(|r| r.0).collect();
         assert_window_safe(&admitted, 1);
         assert_eq!(admitted.len(), 1, "exactly one of 10 and 12: {results:?}");
