@@ -54,7 +54,7 @@
 
 use super::algorithm::BucketCells;
 use super::packed::{decode, is_sealed, low, pack, SEALED};
-use super::state::empty_bucket;
+use super::state::{buckets_with_head_only, empty_bucket};
 use super::storage::{AtomicBuckets, Header};
 use super::Geometry;
 use crate::sync::{AtomicU64, Ordering};
@@ -162,16 +162,8 @@ impl AtomicBuckets {
         word: u64,
         cleaned: u64,
     ) -> impl Iterator<Item = u64> + 'static {
-        let physical = self.geometry.physical as usize;
         let head = decode(word, cleaned, self.geometry.physical);
-        let head_slot = self.geometry.slot(head);
-        (0..physical).map(move |slot| {
-            if slot == head_slot {
-                pack(head, low(word))
-            } else {
-                empty_bucket(head, head_slot, slot, physical)
-            }
-        })
+        buckets_with_head_only(self.geometry, head, low(word))
     }
 
     /// Seals an inline window for good so that [`Self::inline_grown`] can replace it; `None`

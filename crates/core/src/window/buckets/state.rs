@@ -68,10 +68,31 @@ pub(super) fn empty_words_at(
     now: u64,
 ) -> (u64, u64, impl Iterator<Item = u64>) {
     let head = geometry.epoch(now);
+    (
+        pack(head, 0),
+        head,
+        buckets_with_head_only(geometry, head, 0),
+    )
+}
+
+/// The bucket words, in slot order, of a window whose head is at epoch `head` and whose only
+/// weight is `head_count` in the head's own bucket: every other bucket as in an empty window
+/// ([`empty_bucket`]). An empty window (`head_count` 0) and a grown inline window (its count)
+/// both start from these.
+pub(super) fn buckets_with_head_only(
+    geometry: Geometry,
+    head: u64,
+    head_count: u64,
+) -> impl Iterator<Item = u64> {
     let head_slot = geometry.slot(head);
     let physical = geometry.physical as usize;
-    let buckets = (0..physical).map(move |slot| empty_bucket(head, head_slot, slot, physical));
-    (pack(head, 0), head, buckets)
+    (0..physical).map(move |slot| {
+        if slot == head_slot {
+            pack(head, head_count)
+        } else {
+            empty_bucket(head, head_slot, slot, physical)
+        }
+    })
 }
 
 /// Bucket `slot`'s word in an empty window of `physical` buckets whose head is at epoch
