@@ -193,13 +193,13 @@ impl Header {
         // Acquire: pairs with the AcqRel CASes on the word, like every head load.
         let mut word = self.word.load(Ordering::Acquire);
         while !is_sealed(word) {
-            // Success AcqRel: Acquire orders the seal after every reservation before it (the
-            // replacement reads their total), Release publishes it to the writers whose head
-            // CAS fails on it. Failure Acquire: the word found is judged like a fresh load.
             match self.word.compare_exchange(
                 word,
                 word | SEALED,
+                // AcqRel: Acquire orders the seal after every reservation CAS before it (the
+                // replacement reads their total); Release publishes it to their head CASes.
                 Ordering::AcqRel,
+                // Acquire: the word found is judged like a fresh head load.
                 Ordering::Acquire,
             ) {
                 Ok(_) => return true,
