@@ -129,7 +129,7 @@ for name in names:
 instructions = os.path.join(out, "instructions.txt")
 if os.path.exists(instructions):
     print("\n## Instructions per churn call, one thread (callgrind)\n")
-    print("Each bare map after 80,000 calls of warm-up, 100,000 calls counted: a call inserts a key and")
+    print("Each bare map after 80,000 calls of warm-up, 100,000 untimed calls counted: a call inserts a key and")
     print("removes one, and frees what its reclamation batch holds when it fills; compare")
     print("`results/lifecycle.md`'s instructions per churn call of the limiters.\n")
     print("| bare map | per churn call |\n|---|---:|")

@@ -1,7 +1,7 @@
 //! Key churn on a map shared by every thread, with no limiter around it: each call inserts a
 //! never-seen key, and each thread removes its own oldest key once it holds its share of
 //! `live` keys, so the map holds about `live` keys while every call creates one and removes
-//! one, as the limiters' `churn` workload does. Three layouts:
+//! one, as the limiters' `churn` workload does. Four layouts:
 //! - `papaya`: the lock-free limiter's map (512 papaya shards sharing one seize collector,
 //!   reclamation batches of 31, blocking resizes, no `fast-barrier`), a 32-byte value of
 //!   atomics per key (a key's inline state);
@@ -15,8 +15,8 @@
 //!
 //! Prints `<mode> <threads> <live> <million calls per second> <p99.9 ns> <p99.99 ns>` after
 //! `--duration-ms` (default 1500 ms) of calls, one call in 16 timed alone (as the comparison's
-//! runner samples its cells). `--count N` instead runs `live` calls of warm-up and then `N`
-//! calls in `measured` on one thread, for callgrind
+//! runner samples its cells). `--count N` instead runs `2 × live` calls of warm-up and then `N`
+//! untimed calls in `measured` on one thread, for callgrind
 //! (`--toggle-collect='slidelimit_churn_ceiling::measured*'`): instructions per churn call.
 
 use std::collections::{HashMap, VecDeque};
@@ -24,6 +24,8 @@ use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use slidelimit_trace::rng::mix64;
 
 type Hasher = foldhash::fast::FixedState;
 
@@ -33,14 +35,6 @@ const SHARDS: usize = 512;
 #[derive(Default)]
 struct Value {
     _words: [AtomicU64; 4],
-}
-
-fn mix(mut x: u64) -> u64 {
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    x ^= x >> 33;
-    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    x ^ (x >> 33)
 }
 
 /// One layout: `create` inserts a key, `remove` forgets one this thread created.
@@ -55,14 +49,18 @@ struct Papaya {
 }
 
 impl Papaya {
-    fn new(resize: impl Fn() -> papaya::ResizeMode) -> Self {
+    /// Blocking resizes, or incremental ones copying `incremental_chunk` entries at a time.
+    fn new(incremental_chunk: Option<usize>) -> Self {
         let collector = Arc::new(seize::Collector::new().batch_size(31));
         let shards = (0..SHARDS)
             .map(|_| {
                 papaya::HashMap::builder()
                     .hasher(Hasher::with_seed(7))
                     .shared_collector(Arc::clone(&collector))
-                    .resize_mode(resize())
+                    .resize_mode(match incremental_chunk {
+                        Some(chunk) => papaya::ResizeMode::Incremental(chunk),
+                        None => papaya::ResizeMode::Blocking,
+                    })
                     .build()
             })
             .collect();
@@ -149,45 +147,50 @@ impl Layout for Private {
     }
 }
 
-/// One thread's churn: `calls` calls, each creating the key after `next` and, once `held`
-/// has `share` keys, removing the oldest; one call in 16 is timed into `samples`.
-#[inline(never)]
-fn churn(
-    layout: &dyn Layout,
+/// One thread's churn: the keys it created and still holds, oldest first, and the counter
+/// its next key is mixed from.
+struct Churner {
     thread: usize,
     share: usize,
-    held: &mut VecDeque<u64>,
-    next: &mut u64,
-    calls: u64,
-    samples: &mut Vec<u32>,
-) {
-    for call in 0..calls {
-        let timed = (call & 15 == 0).then(Instant::now);
-        *next += 1;
-        let key = mix(*next);
-        layout.create(thread, key);
-        held.push_back(key);
-        if held.len() > share {
-            let oldest = held.pop_front().expect("held is not empty");
-            layout.remove(thread, oldest);
+    held: VecDeque<u64>,
+    next: u64,
+}
+
+impl Churner {
+    fn new(thread: usize, share: usize) -> Self {
+        Self {
+            thread,
+            share,
+            held: VecDeque::with_capacity(share + 1),
+            next: (thread as u64) << 48,
         }
-        if let Some(started) = timed {
-            samples.push(u32::try_from(started.elapsed().as_nanos()).unwrap_or(u32::MAX));
+    }
+
+    /// `calls` calls, each creating a never-seen key and, once `share` keys are held,
+    /// removing the oldest; one call in 16 timed into `samples`, if given.
+    #[inline(never)]
+    fn run(&mut self, layout: &dyn Layout, calls: u64, mut samples: Option<&mut Vec<u32>>) {
+        for call in 0..calls {
+            let timed = (samples.is_some() && call & 15 == 0).then(Instant::now);
+            self.next += 1;
+            let key = mix64(self.next);
+            layout.create(self.thread, key);
+            self.held.push_back(key);
+            if self.held.len() > self.share {
+                let oldest = self.held.pop_front().expect("held is not empty");
+                layout.remove(self.thread, oldest);
+            }
+            if let (Some(started), Some(samples)) = (timed, samples.as_deref_mut()) {
+                samples.push(u32::try_from(started.elapsed().as_nanos()).unwrap_or(u32::MAX));
+            }
         }
     }
 }
 
-/// [`churn`] under its own name, for callgrind's `--toggle-collect`.
+/// [`Churner::run`] untimed under its own name, for callgrind's `--toggle-collect`.
 #[inline(never)]
-fn measured(
-    layout: &dyn Layout,
-    share: usize,
-    held: &mut VecDeque<u64>,
-    next: &mut u64,
-    calls: u64,
-) {
-    let mut samples = Vec::with_capacity(usize::try_from(calls / 16 + 1).unwrap_or(0));
-    churn(layout, 0, share, held, next, calls, &mut samples);
+fn measured(layout: &dyn Layout, churner: &mut Churner, calls: u64) {
+    churner.run(layout, calls, None);
 }
 
 /// The `q`-quantile of sorted samples.
@@ -215,9 +218,9 @@ fn main() {
     let count = flag("--count");
     let threads = if count.is_some() { 1 } else { threads.max(1) };
     let layout: Arc<dyn Layout> = match mode.as_str() {
-        "papaya" => Arc::new(Papaya::new(|| papaya::ResizeMode::Blocking)),
+        "papaya" => Arc::new(Papaya::new(None)),
         // papaya's default: copy 64 entries at a time.
-        "papaya-incremental" => Arc::new(Papaya::new(|| papaya::ResizeMode::Incremental(64))),
+        "papaya-incremental" => Arc::new(Papaya::new(Some(64))),
         "mutex-map" => Arc::new(MutexMap::new()),
         "private" => Arc::new(Private {
             maps: (0..threads)
@@ -231,18 +234,9 @@ fn main() {
     };
     let share = (live / threads).max(1);
     if let Some(calls) = count {
-        let (mut held, mut next) = (VecDeque::with_capacity(share + 1), 0);
-        let mut warm_up = Vec::new();
-        churn(
-            &*layout,
-            0,
-            share,
-            &mut held,
-            &mut next,
-            2 * share as u64,
-            &mut warm_up,
-        );
-        measured(&*layout, share, &mut held, &mut next, calls);
+        let mut churner = Churner::new(0, share);
+        churner.run(&*layout, 2 * share as u64, None);
+        measured(&*layout, &mut churner, calls);
         println!("{mode} 1 {live} counted {calls}");
         return;
     }
@@ -253,21 +247,12 @@ fn main() {
             let (layout, stop, calls) =
                 (Arc::clone(&layout), Arc::clone(&stop), Arc::clone(&calls));
             std::thread::spawn(move || {
-                let mut held = VecDeque::with_capacity(share + 1);
-                let mut next = (thread as u64) << 48;
+                let mut churner = Churner::new(thread, share);
                 let mut done = 0_u64;
                 let mut samples = Vec::with_capacity(1 << 20);
                 // Relaxed: a stop flag; the joins below order the counts.
                 while !stop.load(Ordering::Relaxed) {
-                    churn(
-                        &*layout,
-                        thread,
-                        share,
-                        &mut held,
-                        &mut next,
-                        256,
-                        &mut samples,
-                    );
+                    churner.run(&*layout, 256, Some(&mut samples));
                     done += 256;
                 }
                 // Relaxed: read after every worker is joined.
