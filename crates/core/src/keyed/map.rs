@@ -145,6 +145,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
 
     /// Runs `f` on the entry of `key`, if there is one, and unlinks that very entry (pointer
     /// identity) if `f` says so. `None`: no entry; `Some(true)`: unlinked.
+    ///
+    /// One probe of the table: `f` decides inside papaya's conditional removal. papaya asks
+    /// again when its unlink has to retry (a table copy moved the entry, or the slot changed);
+    /// `f` runs once per entry, and an entry it said yes to stays a yes, because `f` may have
+    /// acted on it (retired it) and nothing but this call may unlink it afterwards.
     pub(crate) fn remove_if_with<Q>(&self, key: &Q, f: impl FnOnce(&V) -> bool) -> Option<bool>
     where
         K: std::borrow::Borrow<Q>,
@@ -152,12 +157,29 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
     {
         let shard = self.shard_of(key).get()?;
         let guard = shard.guard();
-        let entry = shard.get(key, &guard)?;
-        if !f(entry) {
-            return Some(false);
+        let mut f = Some(f);
+        // The entry `f` judged and its verdict (compared by address only, never read).
+        let mut judged: Option<(*const V, bool)> = None;
+        let outcome = shard.remove_if(
+            key,
+            |_, current| match judged {
+                Some((entry, verdict)) if std::ptr::eq(entry, current) => verdict,
+                // Another entry took the key's slot before `f` acted: `f` judged a key
+                // that is no longer there, so nothing is unlinked.
+                Some(_) => false,
+                None => {
+                    let verdict = f.take().is_some_and(|f| f(current));
+                    judged = Some((current, verdict));
+                    verdict
+                }
+            },
+            &guard,
+        );
+        match outcome {
+            Ok(Some(_)) => Some(true),
+            Ok(None) => judged.map(|_| false),
+            Err(_) => Some(false),
         }
-        let unlinked = shard.remove_if(key, |_, current| std::ptr::eq(current, entry), &guard);
-        Some(matches!(unlinked, Ok(Some(_))))
     }
 
     /// Whether `key` has an entry.
@@ -404,5 +426,53 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
 
     pub(crate) fn len(&self) -> usize {
         self.inner.read().unwrap().len()
+    }
+}
+
+#[cfg(all(test, not(slidelimit_loom)))]
+mod tests {
+    use super::KeyMap;
+
+    /// A removal whose unlink meets a table copy is retried by papaya, which asks again
+    /// whether to remove: the verdict on an entry must stay what `f` said (here a yes), or an
+    /// entry `f` acted on stays linked. One thread inserts keys without end (one shard, so
+    /// its table is copied every few hundred inserts), the other removes each key once `f`
+    /// says yes; every key `f` said yes to must be gone.
+    #[test]
+    fn a_removal_that_meets_a_table_copy_keeps_its_verdict() {
+        let map = KeyMap::<u64, u64>::new(crate::keyed::process_hasher(), 1);
+        let keys = 200_000;
+        let inserted = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for key in 0..keys {
+                    map.insert(key, key);
+                    // Release: pairs with the remover's Acquire load, so the key is there.
+                    inserted.store(key + 1, std::sync::atomic::Ordering::Release);
+                }
+            });
+            let mut next = 0;
+            while next < keys {
+                // Acquire: pairs with the inserter's Release store.
+                let ready = inserted.load(std::sync::atomic::Ordering::Acquire);
+                for key in next..ready {
+                    let mut asked = 0;
+                    let outcome = map.remove_if_with(&key, |value| {
+                        asked += 1;
+                        // Widens the gap between the verdict and the unlink, where a copy
+                        // that starts makes papaya retry.
+                        for _ in 0..200 {
+                            std::hint::spin_loop();
+                        }
+                        *value == key
+                    });
+                    assert_eq!(outcome, Some(true), "key {key}");
+                    assert_eq!(asked, 1, "key {key}");
+                    assert!(!map.contains(&key), "key {key} left linked");
+                }
+                next = ready;
+            }
+        });
+        assert_eq!(map.len(), 0);
     }
 }
