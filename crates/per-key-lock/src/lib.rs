@@ -151,6 +151,20 @@ impl<W: Algorithm> GuardedEntry for KeyMutex<W> {
         let slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
         slot.window.idle_from()
     }
+
+    // One lock and one reading of the window for the sweep's look, retired or not (the
+    // default takes the lock twice for a key it leaves): `is_idle_by(h)` is
+    // `idle_from() <= h` by its contract, and the look needs `idle_from` either way.
+    #[inline]
+    fn retire_or_hint(&self, horizon: u64) -> Result<u64, u64> {
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let idle_from = slot.window.idle_from();
+        if slot.retired || idle_from > horizon {
+            return Err(idle_from);
+        }
+        slot.retired = true;
+        Ok(idle_from)
+    }
 }
 
 /// The crate's README, compiled and run as doc tests.

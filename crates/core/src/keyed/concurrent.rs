@@ -111,6 +111,16 @@ pub trait GuardedEntry: Send + Sync + 'static {
     /// [`crate::window::AtomicWindow::fresh_from_hint`]).
     fn idle_from_hint(&self) -> u64;
 
+    /// The automatic sweep's look at the entry: [`Self::retire_if_idle`], and if that did not
+    /// retire it, [`Self::idle_from_hint`] for when to look again. `Ok`: retired, fresh from
+    /// that tick; `Err`: left as it was, fresh from that tick as far as this look tells. An
+    /// entry whose look takes a lock overrides it to take the lock once.
+    #[inline]
+    fn retire_or_hint(&self, horizon: u64) -> Result<u64, u64> {
+        self.retire_if_idle(horizon)
+            .ok_or_else(|| self.idle_from_hint())
+    }
+
     /// Whether an operation that answered `Err(Retired)` did so because the window needs a
     /// larger form (see [`crate::window::AtomicWindow::needs_slots`]): the limiter then
     /// replaces the entry by its grown form ([`Self::seal_for_growth`], [`Self::grown`]).
@@ -573,11 +583,10 @@ where
                 // look at its words and unlinks it without retiring it.
                 return entry.idle_from_hint() <= floor;
             }
-            if entry.retire_if_idle(floor).is_some() {
-                return true;
-            }
-            idle_from = entry.idle_from_hint();
-            false
+            entry
+                .retire_or_hint(floor)
+                .map_err(|hint| idle_from = hint)
+                .is_ok()
         });
         match removed {
             Some(true) => Look::Removed,
