@@ -10,7 +10,7 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
-use super::map::KeyMap;
+use super::map::{KeyMap, Pinned};
 use super::schedule::{self, Look, ShardBook, TakenKeys};
 use super::{
     fits_limit, EntryWatermark, KeyPolicy, Options, SweepBounds, SweepStep, WEIGHT_ONE_FITS,
@@ -251,7 +251,7 @@ where
         Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
     {
         let version = self.limits.version();
-        match self.map.get_with(key, |entry| {
+        let missed = self.map.get_or_pinned(key, |entry| {
             if entry.limits_version() != version {
                 return Err(Miss::StaleLimit);
             }
@@ -264,13 +264,16 @@ where
                 }
                 Miss::Retired
             })
-        }) {
-            Some(Ok(result)) => result,
+        });
+        match missed {
+            Ok(result) => result,
             // The key has state (being retired or replaced): the budget does not apply.
-            Some(Err(Miss::Retired | Miss::StaleLimit)) => {
-                self.with_new_or_retired_entry::<false, _, _>(key, now, op)
+            Err((Some(Miss::Retired | Miss::StaleLimit), pinned)) => {
+                self.with_new_or_retired_entry::<false, _, _>(&pinned, key, now, op)
             }
-            None => self.with_new_or_retired_entry::<BUDGETED, _, _>(key, now, op),
+            Err((None, pinned)) => {
+                self.with_new_or_retired_entry::<BUDGETED, _, _>(&pinned, key, now, op)
+            }
         }
     }
 
@@ -415,6 +418,7 @@ where
     #[inline(never)]
     fn with_new_or_retired_entry<const BUDGETED: bool, Q, R: Default>(
         &self,
+        pinned: &Pinned<'_, K, E>,
         key: &Q,
         now: u64,
         op: impl Fn(u64, &E) -> Result<R, Retired>,
@@ -435,7 +439,7 @@ where
         let mut insertions = 0;
         let result = loop {
             let version = self.limits.version();
-            let (result, inserted) = self.map.get_or_insert_with(
+            let (result, inserted) = pinned.get_or_insert_with(
                 key,
                 || {
                     self.limits

@@ -79,6 +79,44 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
         shard.get(key, &guard).map(f)
     }
 
+    /// Runs `f` on the entry of `key`; if there is none, or `f` fails, hands back the
+    /// lookup's shard and guard with the failure, for the caller to insert through
+    /// ([`Pinned::get_or_insert_with`]) without entering the shard again: a new key costs one
+    /// guard, not two. The guard lives as long as the `Pinned`; on success it is left here.
+    #[inline]
+    pub(crate) fn get_or_pinned<Q, R, M>(
+        &self,
+        key: &Q,
+        f: impl FnOnce(&V) -> Result<R, M>,
+    ) -> Result<R, (Option<M>, Pinned<'_, K, V>)>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let Some(shard) = self.shard_of(key).get() else {
+            return Err((
+                None,
+                Pinned {
+                    map: self,
+                    held: None,
+                },
+            ));
+        };
+        let guard = shard.guard();
+        let failed = match shard.get(key, &guard).map(f) {
+            Some(Ok(result)) => return Ok(result),
+            Some(Err(failed)) => Some(failed),
+            None => None,
+        };
+        Err((
+            failed,
+            Pinned {
+                map: self,
+                held: Some((shard, guard)),
+            },
+        ))
+    }
+
     /// Runs `f` on the entry of `key`, creating it with `make` in one atomic get-or-insert if
     /// there is none; also says whether this call inserted it. For callers whose lookup just
     /// missed: it goes straight to the insert (which finds an entry that appeared meanwhile),
@@ -96,10 +134,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
     {
         let shard = self.shard_or_create(key);
         let guard = shard.guard();
-        match shard.try_insert_with(key.to_owned(), make, &guard) {
-            Ok(entry) => (f(entry), true),
-            Err(entry) => (f(entry), false),
-        }
+        insert_or_found(shard, key, make, f, &guard)
     }
 
     /// Visits every entry of shard `shard`; `f` returns whether to unlink it. Unlinks only
@@ -267,6 +302,55 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
     }
 }
 
+/// One atomic get-or-insert in `shard` under `guard` (see [`KeyMap::get_or_insert_with`]).
+#[cfg(not(slidelimit_loom))]
+#[inline]
+fn insert_or_found<K, V, Q, R>(
+    shard: &Shard<K, V>,
+    key: &Q,
+    make: impl FnOnce() -> V,
+    f: impl FnOnce(&V) -> R,
+    guard: &papaya::LocalGuard<'_>,
+) -> (R, bool)
+where
+    K: Hash + Eq + std::borrow::Borrow<Q>,
+    Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+{
+    match shard.try_insert_with(key.to_owned(), make, guard) {
+        Ok(entry) => (f(entry), true),
+        Err(entry) => (f(entry), false),
+    }
+}
+
+/// A missed lookup's shard and guard (see [`KeyMap::get_or_pinned`]); none if the key's shard
+/// did not exist yet.
+#[cfg(not(slidelimit_loom))]
+pub(crate) struct Pinned<'a, K, V> {
+    map: &'a KeyMap<K, V>,
+    held: Option<(&'a Shard<K, V>, papaya::LocalGuard<'a>)>,
+}
+
+#[cfg(not(slidelimit_loom))]
+impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Pinned<'_, K, V> {
+    /// [`KeyMap::get_or_insert_with`] under the lookup's guard.
+    #[inline]
+    pub(crate) fn get_or_insert_with<Q, R>(
+        &self,
+        key: &Q,
+        make: impl FnOnce() -> V,
+        f: impl FnOnce(&V) -> R,
+    ) -> (R, bool)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        match &self.held {
+            Some((shard, guard)) => insert_or_found(shard, key, make, f, guard),
+            None => self.map.get_or_insert_with(key, make, f),
+        }
+    }
+}
+
 #[cfg(slidelimit_loom)]
 pub(crate) struct KeyMap<K, V> {
     inner: crate::sync::RwLock<std::collections::HashMap<K, crate::sync::Arc<V>, KeyHasher>>,
@@ -288,6 +372,22 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
     {
         let entry = self.inner.read().unwrap().get(key).cloned();
         entry.map(|entry| f(&entry))
+    }
+
+    pub(crate) fn get_or_pinned<Q, R, M>(
+        &self,
+        key: &Q,
+        f: impl FnOnce(&V) -> Result<R, M>,
+    ) -> Result<R, (Option<M>, Pinned<'_, K, V>)>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        match self.get_with(key, f) {
+            Some(Ok(result)) => Ok(result),
+            Some(Err(failed)) => Err((Some(failed), Pinned { map: self })),
+            None => Err((None, Pinned { map: self })),
+        }
     }
 
     pub(crate) fn get_or_insert_with<Q, R>(
@@ -426,6 +526,29 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
 
     pub(crate) fn len(&self) -> usize {
         self.inner.read().unwrap().len()
+    }
+}
+
+/// The stand-in's [`KeyMap::get_or_pinned`] handle: it holds no guard (the stand-in's entries
+/// are `Arc`s), only the map to insert into.
+#[cfg(slidelimit_loom)]
+pub(crate) struct Pinned<'a, K, V> {
+    map: &'a KeyMap<K, V>,
+}
+
+#[cfg(slidelimit_loom)]
+impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Pinned<'_, K, V> {
+    pub(crate) fn get_or_insert_with<Q, R>(
+        &self,
+        key: &Q,
+        make: impl FnOnce() -> V,
+        f: impl FnOnce(&V) -> R,
+    ) -> (R, bool)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        self.map.get_or_insert_with(key, make, f)
     }
 }
 
