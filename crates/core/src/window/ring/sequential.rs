@@ -20,10 +20,13 @@ pub struct SequentialRing {
     /// The slot values, inline while one slot holds a value (see [`WordsByUse`]: most keys
     /// under churn are hit once and never allocate their slots).
     slots: WordsByUse,
-    /// How many slots the ring has: the limit's `max_requests`.
-    capacity: usize,
+    /// How many slots the ring has: the limit's `max_requests` (at most 2^24, so `u32`: with
+    /// the cursor and [`Descents`] in 32 bits the ring is 80 bytes, and a per-key-lock entry
+    /// in papaya's node is a 128-byte block, the largest glibc keeps on its fast lists; at
+    /// 96 it was 144 and every free went through the arena's lock and bins).
+    capacity: u32,
     window_ticks: u64,
-    cursor: usize,
+    cursor: u32,
     pub(super) blocked_until: u64,
     /// The descending neighbours around the ring, kept exact on every write, so the ring
     /// knows whether it ascends around and from where, in O(1) (see [`Descents`] and
@@ -42,7 +45,7 @@ impl SequentialRing {
     pub fn new(limit: Limit) -> Self {
         Self {
             slots: WordsByUse::zeroed(),
-            capacity: capacity_of(limit),
+            capacity: slot_count(limit),
             window_ticks: limit.window_ticks(),
             cursor: 0,
             blocked_until: 0,
@@ -69,17 +72,23 @@ impl SequentialRing {
     /// Every slot's value, in slot order.
     #[cfg(test)]
     pub(super) fn slot_values(&self) -> Vec<u64> {
-        self.slots.to_vec(self.capacity)
+        self.slots.to_vec(self.len())
+    }
+
+    /// How many slots the ring has.
+    #[inline]
+    fn len(&self) -> usize {
+        self.capacity as usize
     }
 
     /// The index after `index`, around the ring.
     fn next(&self, index: usize) -> usize {
-        next(self.capacity, index)
+        next(self.len(), index)
     }
 
     /// Recounts every descent (after a re-sort or a restore).
     fn recount_descents(&mut self) {
-        let capacity = self.capacity;
+        let capacity = self.len();
         self.descents = match self.slots.allocated_mut() {
             Some(slots) => Descents::count(slots),
             // Slot 0 alone may hold a value: the pair (0, 1) descends if it does (a ring of
@@ -90,17 +99,28 @@ impl SequentialRing {
 
     /// The index before `index`, around the ring.
     fn previous(&self, index: usize) -> usize {
-        previous(self.capacity, index)
+        previous(self.len(), index)
     }
+}
+
+/// The ring's slot count for `limit`, in the ring's 32 bits.
+fn slot_count(limit: Limit) -> u32 {
+    // Limit::new caps max_requests at MAX_REQUESTS (2^24).
+    const _: () = assert!(crate::limit::MAX_REQUESTS <= u32::MAX as u64);
+    u32::try_from(capacity_of(limit)).unwrap_or(u32::MAX)
 }
 
 /// How many neighbours `(i, i + 1)` of a ring, around it, descend (`slots[i] > slots[i + 1]`),
 /// and the sum of their `i`: a write changes two pairs, so both stay exact at O(1) a write.
 /// At most one descent means the ring ascends around, from the slot after it.
+///
+/// In 32 bits each (see `SequentialRing::capacity`): the count is at most the slot count
+/// (2^24); the sum wraps, and is read only when the count is one, when it is that descent's
+/// index (below 2^24), which arithmetic modulo 2^32 gives exactly.
 #[derive(Clone, Copy, Debug)]
 struct Descents {
-    count: usize,
-    index_sum: usize,
+    count: u32,
+    index_sum: u32,
 }
 
 impl Descents {
@@ -122,7 +142,7 @@ impl Descents {
     /// is empty: the pair (0, 1) descends if `first` is a hit.
     fn of_first(first: u64, capacity: usize) -> Self {
         Self {
-            count: usize::from(capacity > 1 && first > EMPTY),
+            count: u32::from(capacity > 1 && first > EMPTY),
             index_sum: 0,
         }
     }
@@ -131,12 +151,14 @@ impl Descents {
     #[inline]
     fn pair(&mut self, slots: &[u64], index: usize, next: usize, add: bool) {
         if slots[index] > slots[next] {
+            // A slot index is below 2^24: it fits, and the sum is kept modulo 2^32.
+            let index = index as u32;
             if add {
                 self.count += 1;
-                self.index_sum += index;
+                self.index_sum = self.index_sum.wrapping_add(index);
             } else {
                 self.count -= 1;
-                self.index_sum -= index;
+                self.index_sum = self.index_sum.wrapping_sub(index);
             }
         }
     }
@@ -152,12 +174,13 @@ impl Descents {
             return;
         }
         let (previous, next) = (previous(len, index), next(len, index));
-        if self.count == 1 && self.index_sum == previous && new >= slots[previous] {
+        if self.count == 1 && self.index_sum as usize == previous && new >= slots[previous] {
             // The in-order write: the newest value over the oldest (the slot after the only
             // descent). The descent moves to this slot unless its successor equals `new`.
             slots[index] = new;
             if new > slots[next] {
-                self.index_sum = index;
+                // Below 2^24 (see `pair`).
+                self.index_sum = index as u32;
             } else {
                 (self.count, self.index_sum) = (0, 0);
             }
@@ -194,7 +217,7 @@ fn previous(len: usize, index: usize) -> usize {
 impl RingCells for SequentialRing {
     const SEALABLE: bool = false;
     fn capacity(&self) -> usize {
-        self.capacity
+        self.len()
     }
     fn window_ticks(&self) -> u64 {
         self.window_ticks
@@ -213,19 +236,20 @@ impl RingCells for SequentialRing {
             None if index == 0 => {
                 // A key's first hit: slot 0, inline (see `WordsByUse`).
                 self.slots.set_first_unallocated(new);
-                self.descents = Descents::of_first(new, self.capacity);
+                self.descents = Descents::of_first(new, self.len());
             }
             None => self
                 .descents
-                .write(self.slots.allocate(self.capacity), index, new),
+                .write(self.slots.allocate(self.len()), index, new),
         }
         Ok(())
     }
     fn cursor(&self) -> usize {
-        self.cursor
+        self.cursor as usize
     }
     fn set_cursor(&mut self, index: usize) {
-        self.cursor = index;
+        // A slot index: below the slot count, a `u32`.
+        self.cursor = index as u32;
     }
     fn blocked_until(&self) -> u64 {
         self.blocked_until
@@ -243,9 +267,9 @@ impl RingCells for SequentialRing {
     fn known_order(&self) -> Option<usize> {
         match self.descents.count {
             // Every value equal: ascending from anywhere, so from where the probe starts.
-            0 => Some(self.cursor),
+            0 => Some(self.cursor as usize),
             // Ascending from the slot after the only descent.
-            1 => Some(self.next(self.descents.index_sum)),
+            1 => Some(self.next(self.descents.index_sum as usize)),
             _ => None,
         }
     }
@@ -254,7 +278,8 @@ impl RingCells for SequentialRing {
         self.displacement
     }
     fn resort(&mut self) -> bool {
-        self.slots.allocate(self.capacity).sort_unstable();
+        let len = self.len();
+        self.slots.allocate(len).sort_unstable();
         self.cursor = 0;
         self.displacement = 0;
         self.recount_descents();
@@ -286,11 +311,11 @@ impl SequentialWindow for SequentialRing {
         never_sealed(status(self, now))
     }
     fn limit(&self) -> Limit {
-        limit_of(self.capacity, self.window_ticks)
+        limit_of(self.len(), self.window_ticks)
     }
     fn export(&self) -> WindowState {
         WindowState::from_slot_values(
-            self.slots.to_vec(self.capacity),
+            self.slots.to_vec(self.len()),
             self.carried,
             self.window_ticks,
         )
@@ -330,5 +355,33 @@ impl SequentialLayer for SequentialRing {
     fn commit(&mut self, _taken: RingTaken) {}
     fn undo(&mut self, taken: RingTaken) {
         undo(self, taken);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Descents;
+
+    /// The descents' index sum is kept modulo 2^32: a ring with enough descents wraps it,
+    /// and once writes bring the ring back to one descent the sum is that descent's index
+    /// again, as a recount says.
+    #[test]
+    fn the_descent_sum_comes_back_exact_after_it_wrapped() {
+        let len = 200_000_u64;
+        // Every odd slot far above its successor: a descent at each odd index, whose indices
+        // sum to about 10^10, past 2^32.
+        let mut slots: Vec<u64> = (0..len).map(|i| (i % 2) * 1_000_000 + i + 1).collect();
+        let mut descents = Descents::count(&slots);
+        assert_eq!(u64::from(descents.count), len / 2);
+        // In order again, slot by slot, each above every value before.
+        for index in 0..slots.len() {
+            descents.write(&mut slots, index, 10_000_000 + index as u64);
+        }
+        let recounted = Descents::count(&slots);
+        assert_eq!((descents.count, descents.index_sum), (1, (len - 1) as u32));
+        assert_eq!(
+            (descents.count, descents.index_sum),
+            (recounted.count, recounted.index_sum)
+        );
     }
 }
