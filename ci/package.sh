@@ -20,6 +20,13 @@ done
 # (`publish = false`), whose packages cannot resolve each other.
 published=(-p slidelimit -p slidelimit-mutex -p slidelimit-per-key-lock -p slidelimit-rwlock
     -p slidelimit-tower -p slidelimit-redis)
+# `cargo package` verifies each crate against the others' packages through a temporary
+# registry, whose crates cargo unpacks into its shared cache under a name and version that do
+# not change from commit to commit; a directory already unpacked there is reused as it is. On a
+# machine that packaged an earlier commit, the verification would then build against that
+# commit's sources: drop those copies first.
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+rm -rf "$cargo_home"/registry/src/-*/slidelimit-*
 cargo package "${published[@]}" --locked
 
 # Files a package must carry: its README and licences, and the Redis crate's Lua scripts
