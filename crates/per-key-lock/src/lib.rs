@@ -42,6 +42,15 @@ struct Slot<S> {
     retired: bool,
 }
 
+// An entry lives in papaya's node behind its 8-byte key: at 112 bytes the node is a 128-byte
+// block, the largest glibc keeps on its per-arena fast lists, which a free from another thread
+// reaches without the arena's lock. At 128 (the ring's 96 bytes before its counts went to 32
+// bits) every free the thread cache could not take locked the arena and went through its
+// bins: side by side, two threads on churn ran 1.42× faster and their p99.9 fell from 71-90
+// to 25-31 µs once the entry shrank (`results/lifecycle.md`).
+const _: () = assert!(std::mem::size_of::<KeyMutex<ExactLog>>() <= 112);
+const _: () = assert!(std::mem::size_of::<KeyMutex<slidelimit::RollingBuckets>>() <= 112);
+
 impl<W: Algorithm> KeyMutex<W> {
     /// Runs `f` on the window under the lock, unless a sweeper retired it.
     fn locked<R>(&self, f: impl FnOnce(&mut W::Sequential) -> R) -> Result<R, Retired> {

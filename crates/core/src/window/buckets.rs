@@ -376,9 +376,10 @@ impl RollingBuckets {
         Geometry {
             window_ticks: self.limit.window_ticks(),
             bucket_ticks: self.bucket_ticks,
-            physical: self.physical_buckets(),
+            // At most MAX_PHYSICAL_BUCKETS (65,536) and MAX_REQUESTS (2^24): both fit.
+            physical: self.physical_buckets() as u32,
             lateness: self.lateness,
-            max_requests: self.limit.max_requests(),
+            max_requests: self.limit.max_requests() as u32,
         }
     }
 }
@@ -477,21 +478,40 @@ impl Algorithm for RollingBuckets {
 }
 
 /// What the algorithm needs of the configuration, copied into each key's state.
+///
+/// The bucket count and the limit's requests in 32 bits (at most 65,536 and 2^24): 32 bytes
+/// instead of 40, so a per-key-lock entry of rolling buckets in papaya's node is a 128-byte
+/// block, the largest glibc keeps on its fast lists (see `SequentialRing::capacity`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Geometry {
     /// `W`, kept so that a key's state knows its limit.
     window_ticks: u64,
     bucket_ticks: u64,
-    /// `NB`.
-    physical: u64,
     /// `L`.
     lateness: u64,
-    max_requests: u64,
+    /// `NB`; read through [`Self::physical`].
+    physical: u32,
+    max_requests: u32,
 }
 
+const _: () = assert!(MAX_PHYSICAL_BUCKETS <= u32::MAX as u64);
+const _: () = assert!(crate::limit::MAX_REQUESTS <= u32::MAX as u64);
+
 impl Geometry {
+    /// `NB`, the physical bucket count.
+    #[inline]
+    const fn physical(&self) -> u64 {
+        self.physical as u64
+    }
+
+    /// The limit's requests.
+    #[inline]
+    const fn max_requests(&self) -> u64 {
+        self.max_requests as u64
+    }
+
     fn limit(&self) -> Limit {
-        match Limit::new(self.max_requests, self.window_ticks) {
+        match Limit::new(self.max_requests(), self.window_ticks) {
             Ok(limit) => limit,
             Err(error) => unreachable!("{error}: a geometry is built from a valid limit"),
         }
@@ -505,13 +525,13 @@ impl Geometry {
     #[inline]
     const fn slot(&self, epoch: u64) -> usize {
         // physical <= MAX_PHYSICAL_BUCKETS, so the remainder fits any usize.
-        (epoch % self.physical) as usize
+        (epoch % self.physical()) as usize
     }
 
     /// Whether weight of epoch `tag` is no longer retained once the head is at `head`.
     #[inline]
     const fn expired(&self, tag: u64, head: u64) -> bool {
-        tag.saturating_add(self.physical) <= head
+        tag.saturating_add(self.physical()) <= head
     }
 
     #[inline]

@@ -60,7 +60,7 @@ pub(super) struct Snapshot {
 /// in `[cleaned, cleaned + reach)`: whoever wrote the word had read a `cleaned` no newer than
 /// ours, and whoever raised `cleaned` to ours had seen that head.
 pub(super) fn snapshot<C: BucketCells>(cells: &C) -> Snapshot {
-    let physical = cells.geometry().physical;
+    let physical = cells.geometry().physical();
     let mut cleaned = cells.cleaned();
     loop {
         let word = cells.word();
@@ -81,7 +81,7 @@ pub(super) fn snapshot<C: BucketCells>(cells: &C) -> Snapshot {
 /// Reads bucket `slot` with a `cleaned` epoch that decodes its tag: `cleaned` is a value read
 /// before the call, re-read after the bucket until it agrees. Returns the word and the tag.
 pub(super) fn read_bucket<C: BucketCells>(cells: &C, slot: usize, cleaned: &mut u64) -> (u64, u64) {
-    let physical = cells.geometry().physical;
+    let physical = cells.geometry().physical();
     loop {
         let value = cells.bucket(slot);
         let again = cells.cleaned();
@@ -133,7 +133,7 @@ pub(super) fn add_to_total<C: BucketCells>(cells: &mut C, weight: u64) {
 /// the head moved, and one per epoch in order.
 fn recycle_for<C: BucketCells>(cells: &mut C, mut cleaned: u64, head: u64) {
     let geometry = cells.geometry();
-    let first = head - (head - cleaned).min(geometry.physical) + 1;
+    let first = head - (head - cleaned).min(geometry.physical()) + 1;
     for target in first..=head {
         let slot = geometry.slot(target);
         loop {
@@ -170,15 +170,15 @@ fn recycle_for<C: BucketCells>(cells: &mut C, mut cleaned: u64, head: u64) {
 /// is already a full step ahead. The caller re-reads the state after every step.
 fn advance_towards<C: BucketCells>(cells: &mut C, snap: Snapshot, epoch: u64) {
     let geometry = cells.geometry();
-    let reach = advance_reach(geometry.physical);
+    let reach = advance_reach(geometry.physical());
     let step_to = if epoch < snap.cleaned.saturating_add(reach) {
         epoch
     } else {
         // `epoch > head >= cleaned`, so this cannot underflow.
         let distance = epoch - snap.cleaned;
-        let shift_floor = reach + geometry.physical + EPOCH_MODULUS;
+        let shift_floor = reach + geometry.physical() + EPOCH_MODULUS;
         if distance >= shift_floor {
-            let shift = (distance - reach - geometry.physical) / EPOCH_MODULUS * EPOCH_MODULUS;
+            let shift = (distance - reach - geometry.physical()) / EPOCH_MODULUS * EPOCH_MODULUS;
             if !cells.shift_cleaned(snap.cleaned, snap.cleaned + shift) {
                 retry_hint();
             }
@@ -316,7 +316,7 @@ pub(super) fn reserve<C: BucketCells>(
                 }),
             );
         }
-        if snap.total + n > geometry.max_requests {
+        if snap.total + n > geometry.max_requests() {
             return Ok(None);
         }
         if cfg!(slidelimit_loom_mutant = "buckets_record_before_reserve") {
@@ -420,7 +420,7 @@ fn view<C: BucketCells>(cells: &C, now: u64) -> Result<View, Retired> {
         // As in `recycle_for`: only the buckets of the epochs in (cleaned, head] can expire.
         let mut cleaned = snap.cleaned;
         let mut expired = 0u64;
-        let first = head - (head - snap.cleaned).min(geometry.physical) + 1;
+        let first = head - (head - snap.cleaned).min(geometry.physical()) + 1;
         for epoch in first..=head {
             let (value, tag) = read_bucket(cells, geometry.slot(epoch), &mut cleaned);
             if tag < epoch {
@@ -442,7 +442,7 @@ fn view<C: BucketCells>(cells: &C, now: u64) -> Result<View, Retired> {
 pub(super) fn allowed<C: BucketCells>(cells: &C, now: u64, n: u64) -> Result<bool, Retired> {
     let geometry = cells.geometry();
     let view = view(cells, now)?;
-    Ok(!view.too_late(geometry) && view.count + n <= geometry.max_requests)
+    Ok(!view.too_late(geometry) && view.count + n <= geometry.max_requests())
 }
 
 /// The window at `now`, with the wait until weight `n` (at most `max_requests`) fits.
@@ -451,7 +451,7 @@ pub(super) fn status<C: BucketCells>(cells: &C, now: u64, n: u64) -> Result<Stat
     let now = now.min(MAX_TICK);
     let view = view(cells, now)?;
     let late = view.too_late(geometry);
-    let max_requests = geometry.max_requests;
+    let max_requests = geometry.max_requests();
     let remaining = if late {
         0
     } else {
@@ -468,7 +468,7 @@ pub(super) fn status<C: BucketCells>(cells: &C, now: u64, n: u64) -> Result<Stat
         let need = view.count - fits_at_most;
         let mut dropped = 0u64;
         let mut cleaned = view.snap.cleaned;
-        let oldest = view.head.saturating_sub(geometry.physical - 1);
+        let oldest = view.head.saturating_sub(geometry.physical() - 1);
         // Retained epochs in order: the bucket of epoch j expires when the head reaches
         // j + NB. (Weight still only reserved expires with no bucket: then the last one.)
         for epoch in oldest..=view.head {
@@ -476,7 +476,7 @@ pub(super) fn status<C: BucketCells>(cells: &C, now: u64, n: u64) -> Result<Stat
             if tag != epoch || low(value) == 0 {
                 continue;
             }
-            admit_at = admit_at.max(epoch.saturating_add(geometry.physical));
+            admit_at = admit_at.max(epoch.saturating_add(geometry.physical()));
             dropped += low(value);
             if dropped >= need {
                 break;
@@ -520,7 +520,7 @@ pub(super) fn surely_live_by<C: BucketCells>(cells: &C, horizon: u64) -> bool {
     let mut cleaned = snap.cleaned;
     let (value, tag) = read_bucket(cells, geometry.slot(snap.head), &mut cleaned);
     let fresh_epoch = if low(value) > 0 && tag == snap.head {
-        snap.head.saturating_add(geometry.physical)
+        snap.head.saturating_add(geometry.physical())
     } else {
         snap.head.saturating_sub(geometry.lateness)
     };
@@ -548,7 +548,7 @@ pub(super) fn idle_from<C: BucketCells>(cells: &C) -> u64 {
         // epoch, counted by the total itself, so nothing is ever in flight and the scan
         // below would read that one bucket to find exactly this.
         let fresh_epoch = if snap.total > 0 {
-            snap.head.saturating_add(geometry.physical)
+            snap.head.saturating_add(geometry.physical())
         } else {
             snap.head.saturating_sub(geometry.lateness)
         };
@@ -558,7 +558,7 @@ pub(super) fn idle_from<C: BucketCells>(cells: &C) -> u64 {
     let mut recorded = 0u64;
     // Not late for any caller from here on; then no retained bucket may hold weight.
     let mut fresh_epoch = snap.head.saturating_sub(geometry.lateness);
-    let physical = geometry.physical as usize;
+    let physical = geometry.physical() as usize;
     // Every bucket holding weight, newest first; a bucket counting zero changes nothing.
     let (mut slot, to_read) = match cells.counts_only_in() {
         Some(slot) => (slot, 1),
@@ -572,7 +572,7 @@ pub(super) fn idle_from<C: BucketCells>(cells: &C) -> u64 {
         let (value, tag) = read_bucket(cells, slot, &mut cleaned);
         recorded += low(value);
         if low(value) > 0 && !geometry.expired(tag, snap.head) {
-            fresh_epoch = fresh_epoch.max(tag.saturating_add(geometry.physical));
+            fresh_epoch = fresh_epoch.max(tag.saturating_add(geometry.physical()));
         }
         slot = slot.checked_sub(1).unwrap_or(physical - 1);
     }

@@ -105,7 +105,7 @@ impl BucketCells for InlineCells<'_> {
             // with the reservations' AcqRel CASes).
             pack(head, low(self.word()))
         } else {
-            empty_bucket(head, head_slot, slot, self.0.geometry.physical as usize)
+            empty_bucket(head, head_slot, slot, self.0.geometry.physical() as usize)
         }
     }
     fn replace_bucket(&mut self, _slot: usize, _current: u64, _new: u64) -> Result<(), u64> {
@@ -162,7 +162,7 @@ impl AtomicBuckets {
         word: u64,
         cleaned: u64,
     ) -> impl Iterator<Item = u64> + 'static {
-        let head = decode(word, cleaned, self.geometry.physical);
+        let head = decode(word, cleaned, self.geometry.physical());
         buckets_with_head_only(self.geometry, head, low(word))
     }
 

@@ -24,13 +24,13 @@ pub(super) fn export_words(
     cleaned: u64,
     buckets: &[u64],
 ) -> WindowState {
-    let head = decode(word, cleaned, geometry.physical);
+    let head = decode(word, cleaned, geometry.physical());
     let mut recorded = 0u64;
     let mut usage = Vec::with_capacity(buckets.len() + 1);
     for &value in buckets {
         let count = low(value);
         recorded += count;
-        let tag = decode(value, cleaned, geometry.physical).min(head);
+        let tag = decode(value, cleaned, geometry.physical()).min(head);
         if count > 0 && !geometry.expired(tag, head) {
             usage.push((last_tick(geometry, tag), count));
         }
@@ -48,7 +48,7 @@ pub(super) fn export_words(
 /// passed by the physical bucket count (`None` while it has passed none).
 pub(super) fn dropped_before(geometry: Geometry, head: u64) -> Option<Forgotten> {
     // The oldest epoch still retained at `head`; every older one may have been dropped.
-    let oldest_retained = (head + 1).checked_sub(geometry.physical)?;
+    let oldest_retained = (head + 1).checked_sub(geometry.physical())?;
     let through_tick = last_tick(geometry, oldest_retained.checked_sub(1)?);
     Some(Forgotten::Dropped {
         through_tick,
@@ -85,7 +85,7 @@ pub(super) fn buckets_with_head_only(
     head_count: u64,
 ) -> impl Iterator<Item = u64> {
     let head_slot = geometry.slot(head);
-    let physical = geometry.physical as usize;
+    let physical = geometry.physical() as usize;
     (0..physical).map(move |slot| {
         if slot == head_slot {
             pack(head, head_count)
@@ -115,7 +115,7 @@ pub(super) fn empty_bucket(head: u64, head_slot: usize, slot: usize, physical: u
 /// retained is capped at [`MAX_TOTAL_WEIGHT`], as `hit` caps it.
 pub(super) fn words_from_state(geometry: Geometry, state: &WindowState) -> (u64, u64, Vec<u64>) {
     let head = geometry.epoch(state.newest_tick());
-    let physical = geometry.physical as usize;
+    let physical = geometry.physical() as usize;
     let mut counts = vec![0u64; physical];
     let mut total = 0u64;
     for &(tick, weight) in state.usage() {
@@ -128,7 +128,7 @@ pub(super) fn words_from_state(geometry: Geometry, state: &WindowState) -> (u64,
         total += weight;
     }
     let mut buckets = vec![0u64; physical];
-    for epoch in head.saturating_sub(geometry.physical - 1)..=head {
+    for epoch in head.saturating_sub(geometry.physical() - 1)..=head {
         let slot = geometry.slot(epoch);
         buckets[slot] = pack(epoch, counts[slot]);
     }

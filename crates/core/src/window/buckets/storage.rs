@@ -68,7 +68,7 @@ impl SequentialBuckets {
     /// The number of physical buckets, as an index bound.
     #[inline]
     fn physical(&self) -> usize {
-        self.geometry.physical as usize
+        self.geometry.physical() as usize
     }
 
     /// Whether the bucket array is allocated (for the tests).
@@ -265,7 +265,9 @@ impl AtomicBuckets {
                 cleaned: AtomicU64::new(0),
             },
             geometry,
-            buckets: (0..geometry.physical).map(|_| AtomicU64::new(0)).collect(),
+            buckets: (0..geometry.physical())
+                .map(|_| AtomicU64::new(0))
+                .collect(),
         }
     }
 

@@ -13,7 +13,7 @@ pub(super) fn reserve_total_only<C: BucketCells>(
     n: u64,
     cleaned: u64,
 ) -> bool {
-    let max_requests = cells.geometry().max_requests;
+    let max_requests = cells.geometry().max_requests();
     let mut word = cells.word();
     loop {
         if low(word) + n > max_requests {
@@ -44,7 +44,7 @@ pub(super) fn sum_then_cas<C: BucketCells>(
     let mut cleaned = snap.cleaned;
     loop {
         let mut others = 0;
-        for slot in (0..geometry.physical as usize).filter(|&slot| slot != own) {
+        for slot in (0..geometry.physical() as usize).filter(|&slot| slot != own) {
             let (value, tag) = read_bucket(cells, slot, &mut cleaned);
             if !geometry.expired(tag, snap.head) {
                 others += low(value);
@@ -52,7 +52,7 @@ pub(super) fn sum_then_cas<C: BucketCells>(
         }
         let (value, tag) = read_bucket(cells, own, &mut cleaned);
         let current = if tag >= epoch { low(value) } else { 0 };
-        if others + current + n > geometry.max_requests {
+        if others + current + n > geometry.max_requests() {
             return false;
         }
         let new = if tag >= epoch {
