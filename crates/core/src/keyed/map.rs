@@ -183,7 +183,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
     ///
     /// One probe of the table: `f` decides inside papaya's conditional removal. papaya asks
     /// again when its unlink has to retry (a table copy moved the entry, or the slot changed);
-    /// `f` runs once per entry, and an entry it said yes to stays a yes, because `f` may have
+    /// `f` runs at most once, and the entry it said yes to stays a yes, because `f` may have
     /// acted on it (retired it) and nothing but this call may unlink it afterwards.
     pub(crate) fn remove_if_with<Q>(&self, key: &Q, f: impl FnOnce(&V) -> bool) -> Option<bool>
     where
@@ -199,8 +199,8 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, V: Send + Sync + 'static> Key
             key,
             |_, current| match judged {
                 Some((entry, verdict)) if std::ptr::eq(entry, current) => verdict,
-                // Another entry took the key's slot before `f` acted: `f` judged a key
-                // that is no longer there, so nothing is unlinked.
+                // papaya's retry found another entry in the key's slot: `f` judged the one
+                // it replaced, so this one stays.
                 Some(_) => false,
                 None => {
                     let verdict = f.take().is_some_and(|f| f(current));
