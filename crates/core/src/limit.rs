@@ -333,6 +333,12 @@ impl Limit {
         self.max_requests as u64
     }
 
+    /// [`Self::max_requests`] in the 32 bits the limit keeps it in, for window states that
+    /// store it so (see the assertion on [`MAX_REQUESTS`] above).
+    pub(crate) const fn max_requests_u32(&self) -> u32 {
+        self.max_requests
+    }
+
     /// The window length, in ticks; for a limit of several windows, the widest window's.
     #[must_use]
     pub const fn window_ticks(&self) -> u64 {

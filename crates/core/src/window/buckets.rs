@@ -376,10 +376,10 @@ impl RollingBuckets {
         Geometry {
             window_ticks: self.limit.window_ticks(),
             bucket_ticks: self.bucket_ticks,
-            // At most MAX_PHYSICAL_BUCKETS (65,536) and MAX_REQUESTS (2^24): both fit.
+            // At most MAX_PHYSICAL_BUCKETS (65,536): it fits.
             physical: self.physical_buckets() as u32,
             lateness: self.lateness,
-            max_requests: self.limit.max_requests() as u32,
+            max_requests: self.limit.max_requests_u32(),
         }
     }
 }
@@ -495,7 +495,6 @@ struct Geometry {
 }
 
 const _: () = assert!(MAX_PHYSICAL_BUCKETS <= u32::MAX as u64);
-const _: () = assert!(crate::limit::MAX_REQUESTS <= u32::MAX as u64);
 
 impl Geometry {
     /// `NB`, the physical bucket count.

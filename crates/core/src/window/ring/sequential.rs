@@ -45,7 +45,7 @@ impl SequentialRing {
     pub fn new(limit: Limit) -> Self {
         Self {
             slots: WordsByUse::zeroed(),
-            capacity: slot_count(limit),
+            capacity: limit.max_requests_u32(),
             window_ticks: limit.window_ticks(),
             cursor: 0,
             blocked_until: 0,
@@ -101,13 +101,6 @@ impl SequentialRing {
     fn previous(&self, index: usize) -> usize {
         previous(self.len(), index)
     }
-}
-
-/// The ring's slot count for `limit`, in the ring's 32 bits.
-fn slot_count(limit: Limit) -> u32 {
-    // Limit::new caps max_requests at MAX_REQUESTS (2^24).
-    const _: () = assert!(crate::limit::MAX_REQUESTS <= u32::MAX as u64);
-    u32::try_from(capacity_of(limit)).unwrap_or(u32::MAX)
 }
 
 /// How many neighbours `(i, i + 1)` of a ring, around it, descend (`slots[i] > slots[i + 1]`),
