@@ -210,11 +210,11 @@ std::thread_local! {
     static UNSETTLED_REMOVALS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// A sweep step between its halves: the floor its looks judge by, and the time it trusted
-/// when it took its keys (see [`KeyPolicy::take_due`]).
+/// A sweep step between its halves: what its looks remove, and the time it trusted when it
+/// took its keys (see [`KeyPolicy::take_due`]).
 #[derive(Clone, Copy)]
 struct SweepStep {
-    floor: u64,
+    bounds: SweepBounds,
     trusted: u64,
 }
 
@@ -500,6 +500,17 @@ impl<W: Algorithm> KeyPolicy<W> {
     fn after_creation(&self, now: u64, created_before: usize) {
         self.metrics.key_created();
         if created_before & self.observe_mask == 0 {
+            self.observe(now);
+        }
+    }
+
+    /// Records a sampled creation or budget refusal at `now` in the observed clock, unless
+    /// `now` lies below the removal floor: no caller within the lateness tolerance of real
+    /// time is that late, so such a `now` is a clock far behind, and must not hold the
+    /// observed time back (see [`floor`]).
+    #[cold]
+    fn observe(&self, now: u64) {
+        if now >= self.floor() {
             self.observed.observe(now);
         }
     }
@@ -539,7 +550,7 @@ impl<W: Algorithm> KeyPolicy<W> {
     fn refused_by_budget(&self, now: u64, refused_before: usize) {
         self.metrics.refused_by_budget();
         if refused_before & self.observe_mask == 0 {
-            self.observed.observe(now);
+            self.observe(now);
         }
     }
 
@@ -550,40 +561,38 @@ impl<W: Algorithm> KeyPolicy<W> {
         keys >= self.shard_floor_keys
     }
 
-    /// One step of the automatic sweep, by a call at `now` that created a key in a shard
-    /// whose queue is `queue` and holds it throughout: raises the floor ([`Self::step_at`]),
-    /// then looks at the keys due by it (see [`schedule::DueQueue::service`]). `look` removes
-    /// a key if its state is fresh by the floor it is given (never leaving a tombstone: only
-    /// `remove_idle`, which removes by `now`, leaves them) and says what it found. Returns
+    /// One sweep step (from [`Self::automatic_step`] or [`Self::budget_step_at`]) in a shard whose
+    /// queue is `queue`, by a call that holds it throughout: looks at the keys due by it (see
+    /// [`schedule::DueQueue::service`]). `look` removes a key if its state is fresh by the
+    /// step's horizon (the floor for the automatic sweep, which so leaves no tombstone; a
+    /// budget step's `now - D`, leaving one above the floor) and says what it found. Returns
     /// the keys removed.
     fn sweep_step<K>(
         &self,
         queue: &mut schedule::DueQueue<K>,
-        now: u64,
-        mut look: impl FnMut(&K, u64) -> schedule::Look,
+        step: SweepStep,
+        mut look: impl FnMut(&K, SweepBounds) -> schedule::Look,
     ) -> usize {
-        let step = self.step_at(now);
         let removed = queue.service(
             step.trusted,
             self.lateness_ticks,
             self.recheck_ticks,
-            |key| look(key, step.floor),
+            |key| look(key, step.bounds),
         );
         self.after_looks(removed);
         removed
     }
 
-    /// The first half of a sweep step at `now` on a queue shared behind a lock: raises the
-    /// floor, then takes the keys due by it from `queue` into `taken` (see
-    /// [`schedule::DueQueue::take_due`]); the caller looks at them ([`Self::look_at`]) after
-    /// releasing the lock.
+    /// The first half of a sweep step on a queue shared behind a lock: takes the keys due by
+    /// `step` (from [`Self::automatic_step`] or [`Self::budget_step_at`]) from `queue` into `taken`
+    /// (see [`schedule::DueQueue::take_due`]); the caller looks at them ([`Self::look_at`])
+    /// after releasing the lock.
     fn take_due<K>(
         &self,
         queue: &mut schedule::DueQueue<K>,
-        now: u64,
+        step: SweepStep,
         taken: &mut schedule::TakenKeys<K>,
     ) -> SweepStep {
-        let step = self.step_at(now);
         queue.take_due(step.trusted, self.recheck_ticks, |key| taken.push(key));
         step
     }
@@ -594,22 +603,51 @@ impl<W: Algorithm> KeyPolicy<W> {
         &self,
         taken: &mut schedule::TakenKeys<K>,
         step: SweepStep,
-        mut look: impl FnMut(&K, u64) -> schedule::Look,
+        mut look: impl FnMut(&K, SweepBounds) -> schedule::Look,
     ) -> usize {
-        let removed = taken.look(|key| look(key, step.floor));
+        let removed = taken.look(|key| look(key, step.bounds));
         self.after_looks(removed);
         removed
     }
 
-    /// Raises the floor for a sweep step at `now` by the observed clock: the floor the step's
-    /// looks judge by, and the time it trusts.
-    fn step_at(&self, now: u64) -> SweepStep {
+    /// Raises the floor for a step of the automatic sweep by the observed clock: its looks
+    /// remove what is fresh by the floor, and it trusts the floor plus the lateness
+    /// tolerance. The stepping call's own `now` does not cap the raise: the observed time is
+    /// already one that most callers reached, and a step that fell to a call stamped far
+    /// behind (with one shard, every eighth creation steps, and a client making every other
+    /// creation would make every step) must still move the floor for everyone else.
+    fn automatic_step(&self) -> SweepStep {
         let floor = self
             .floor
-            .raise_for_sweep(now, self.observed.time(), self.lateness_ticks);
+            .raise_for_sweep(u64::MAX, self.observed.time(), self.lateness_ticks);
         SweepStep {
-            floor,
+            bounds: SweepBounds {
+                horizon: floor,
+                floor,
+            },
             trusted: floor.saturating_add(self.lateness_ticks),
+        }
+    }
+
+    /// A sweep step for a decision at `now` on a key with no state whose shard's budget is
+    /// full: it raises the floor as [`Self::automatic_step`] does, then takes the shard's keys due by
+    /// `now` and removes those fresh by `now - D`, as `remove_idle(now)` would in this shard,
+    /// each fresh only above the floor leaving a tombstone. A full budget trusts the refused
+    /// caller's clock for its own shard's idle keys, as `remove_idle` trusts its caller's:
+    /// otherwise, with nothing else going on, the observed time (a statistic of many
+    /// callers) never moves and the budget never frees. A clock that runs ahead can make a
+    /// full shard's keys go early; each is then refused below the tick its state is fresh
+    /// from (its tombstone), never over-admitted, and keys that were never seen, keys of
+    /// shards with room, and the floor are untouched.
+    fn budget_step_at(&self, now: u64) -> SweepStep {
+        let floor = self.automatic_step().bounds.floor;
+        let now = now.min(MAX_TICK);
+        SweepStep {
+            bounds: SweepBounds {
+                horizon: now.saturating_sub(self.lateness_ticks),
+                floor,
+            },
+            trusted: now.max(floor.saturating_add(self.lateness_ticks)),
         }
     }
 

@@ -496,9 +496,10 @@ where
                     queue.push(key.to_owned(), now, self.policy.recheck_ticks);
                 }
                 let taken = taken.as_mut().filter(|_| arming || steps)?;
-                self.policy
-                    .shard_sweeps(book.keys())
-                    .then(|| self.policy.take_due(queue, now, taken))
+                self.policy.shard_sweeps(book.keys()).then(|| {
+                    self.policy
+                        .take_due(queue, self.policy.automatic_step(), taken)
+                })
             },
         );
         if let (Some(step), Some(taken)) = (step, taken.as_mut()) {
@@ -513,7 +514,7 @@ where
     fn finish_sweep_step(&self, book: &ShardBook<K>, taken: &mut TakenKeys<K>, step: SweepStep) {
         let removed = self
             .policy
-            .look_at(taken, step, |key, floor| self.look(key, floor));
+            .look_at(taken, step, |key, bounds| self.look(key, bounds));
         book.removed(removed);
         book.put_back(
             taken,
@@ -536,8 +537,9 @@ where
         }
     }
 
-    /// Whether shard `shard` is at its share of the key budget after a sweep step at `now`
-    /// (which removes what is fresh, always safe; see [`Options::max_keys`]).
+    /// Whether shard `shard` is at its share of the key budget after a budget step at `now`
+    /// (which removes what is idle by `now - D`, as `remove_idle(now)` would; see
+    /// [`Options::max_keys`]).
     fn full_after_reclaim(&self, shard: usize, now: u64) -> bool {
         let book = &self.books[shard];
         if !self.policy.shard_full(book.keys()) {
@@ -547,7 +549,10 @@ where
         let step = book.with_queue(
             now,
             || self.held_keys(shard),
-            |queue, _| self.policy.take_due(queue, now, &mut taken),
+            |queue, _| {
+                self.policy
+                    .take_due(queue, self.policy.budget_step_at(now), &mut taken)
+            },
         );
         self.finish_sweep_step(book, &mut taken, step);
         self.policy.shard_full(book.keys())
@@ -576,29 +581,45 @@ where
         held
     }
 
-    /// The automatic sweep's look at a due key: removes its entry if its state is fresh by
-    /// `floor` (so it leaves no tombstone); drops its tombstone once the floor covers it if
-    /// `remove_idle` removed it.
-    fn look(&self, key: &K, floor: u64) -> Look {
-        let mut idle_from = floor;
+    /// A sweep step's look at a due key: removes its entry if its state is fresh by the
+    /// bounds' horizon, leaving the tombstone they ask for (a budget step's, above the floor)
+    /// before the unlink; drops its tombstone once the floor covers it if `remove_idle` or a
+    /// budget step removed it.
+    fn look(&self, key: &K, bounds: SweepBounds) -> Look {
+        let mut idle_from = bounds.horizon();
+        let mut tombstone = None;
         let removed = self.map.remove_if_with(key, |entry| {
             if cfg!(slidelimit_loom_mutant = "look_without_seal") {
                 // Deliberately broken for the loom negative control: judges the entry by a
                 // look at its words and unlinks it without retiring it.
-                return entry.idle_from_hint() <= floor;
+                return entry.idle_from_hint() <= bounds.horizon();
             }
-            entry
-                .retire_or_hint(floor)
-                .map_err(|hint| idle_from = hint)
-                .is_ok()
+            match entry.retire_or_hint(bounds.horizon()) {
+                Ok(fresh_from) => {
+                    // Written before the unlink (papaya unlinks after this verdict), so that
+                    // whoever re-creates the key finds it, as in `sweep_shard`.
+                    tombstone = bounds.tombstone_for(fresh_from);
+                    if let Some(tombstone) = tombstone {
+                        self.leave_tombstone(key, tombstone);
+                    }
+                    true
+                }
+                Err(hint) => {
+                    idle_from = hint;
+                    false
+                }
+            }
         });
         match removed {
-            Some(true) => Look::Removed,
+            Some(true) => match tombstone {
+                Some(idle_from) => Look::Tombstoned { idle_from },
+                None => Look::Removed,
+            },
             Some(false) => Look::Live { idle_from },
             None => {
                 let dropped = self.tombstones.remove_if_with(key, |tombstone| {
                     idle_from = tombstone.idle_from();
-                    idle_from <= floor
+                    bounds.drops_tombstone(idle_from)
                 });
                 match dropped {
                     // A tombstone above the floor: look again once the floor may cover it.
@@ -607,6 +628,16 @@ where
                 }
             }
         }
+    }
+
+    /// Leaves (or raises) the tombstone of `key`, removed while fresh only from `idle_from`,
+    /// above the floor; written before the key's entry is unlinked.
+    fn leave_tombstone(&self, key: &K, idle_from: u64) {
+        self.tombstones.get_or_insert_with(
+            key,
+            || super::Tombstone::new(idle_from),
+            |tombstone| tombstone.raise(idle_from),
+        );
     }
 
     /// Keys tracked: the shards' counts summed.
@@ -703,13 +734,7 @@ where
         self.tombstones.sweep_shard(shard, |_, tombstone| {
             bounds.drops_tombstone(tombstone.idle_from())
         });
-        let leave_tombstone = |key: &K, idle_from: u64| {
-            self.tombstones.get_or_insert_with(
-                key,
-                || super::Tombstone::new(idle_from),
-                |tombstone| tombstone.raise(idle_from),
-            );
-        };
+        let leave_tombstone = |key: &K, idle_from: u64| self.leave_tombstone(key, idle_from);
         // Used only by the loom mutant below.
         let mut left_for_later = Vec::new();
         let removed = self.map.sweep_shard(shard, |key, entry| {

@@ -55,6 +55,10 @@ pub(crate) fn steps_at(created_before: usize, keys: usize) -> bool {
 pub(crate) enum Look {
     /// It was idle and is removed.
     Removed,
+    /// It was idle by a budget step's horizon and is removed, leaving a tombstone above the
+    /// floor: the key stays queued, due when the floor may cover its tombstone (`idle_from`),
+    /// for the look that drops it.
+    Tombstoned { idle_from: u64 },
     /// It is still in use (or being replaced): look again once the floor may reach
     /// `idle_from`, the tick from which its state is fresh as far as the look could tell.
     Live { idle_from: u64 },
@@ -212,6 +216,10 @@ impl<K> DueQueue<K> {
             Look::Removed => removed += 1,
             Look::Gone => {}
             Look::Live { idle_from } => live.push((key, idle_from)),
+            Look::Tombstoned { idle_from } => {
+                removed += 1;
+                live.push((key, idle_from));
+            }
         });
         self.requeue(live.drain(..), trusted, lateness_ticks, recheck_ticks);
         self.live = live;
@@ -308,6 +316,11 @@ impl<K> TakenKeys<K> {
                 }
                 Look::Gone => self.keys[index] = None,
                 Look::Live { idle_from } => {
+                    self.idle_from[index] = idle_from;
+                    self.live += 1;
+                }
+                Look::Tombstoned { idle_from } => {
+                    removed += 1;
                     self.idle_from[index] = idle_from;
                     self.live += 1;
                 }

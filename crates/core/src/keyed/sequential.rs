@@ -9,7 +9,7 @@ use std::marker::PhantomData;
 
 use super::limits::{LimitResolver, LimitTable};
 use super::schedule::{self, DueQueue, Look};
-use super::{fits_limit, KeyHasher, KeyPolicy, Options, SweepBounds, WEIGHT_ONE_FITS};
+use super::{fits_limit, KeyHasher, KeyPolicy, Options, SweepBounds, SweepStep, WEIGHT_ONE_FITS};
 use crate::limit::Limit;
 use crate::limiter::RateLimiter;
 use crate::snapshot::{group_usage, saved_key, Conversion, Restored, Snapshot, SnapshotError};
@@ -211,7 +211,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
             }
         }
         if self.policy.shard_sweeps(self.books[shard].keys) {
-            self.sweep_step(shard, now);
+            self.sweep_step(shard);
         }
     }
 
@@ -221,19 +221,29 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         self.books[shard].queue.arm(held, now);
     }
 
-    /// One step of the automatic sweep in shard `shard` at `now` (its queue armed).
-    fn sweep_step(&mut self, shard: usize, now: u64) {
+    /// One step of the automatic sweep in shard `shard` (its queue armed).
+    fn sweep_step(&mut self, shard: usize) {
+        let step = self.policy.automatic_step();
+        self.step(shard, step);
+    }
+
+    /// The looks of `step` at shard `shard`'s due keys, under the one borrow: the concurrent
+    /// shape's take, looks and put-back in one go.
+    fn step(&mut self, shard: usize, step: SweepStep) {
         let book = &mut self.books[shard];
         let (windows, tombstones) = (&mut self.shards[shard], &mut self.tombstones[shard]);
-        let removed = self.policy.sweep_step(&mut book.queue, now, |key, floor| {
-            look::<K, W>(windows, tombstones, key, floor)
-        });
+        let removed = self
+            .policy
+            .sweep_step(&mut book.queue, step, |key, bounds| {
+                look::<K, W>(windows, tombstones, key, bounds)
+            });
         book.keys -= removed;
         self.tracked -= removed;
     }
 
-    /// Whether shard `shard` is at its share of the key budget after a sweep step at `now`
-    /// (which removes what is fresh, always safe; see [`Options::max_keys`]).
+    /// Whether shard `shard` is at its share of the key budget after a budget step at `now`
+    /// (which removes what is idle by `now - D`, as `remove_idle(now)` would; see
+    /// [`Options::max_keys`]).
     fn full_after_reclaim(&mut self, shard: usize, now: u64) -> bool {
         if !self.policy.shard_full(self.books[shard].keys) {
             return false;
@@ -241,7 +251,8 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static, W: Algorithm> KeyTable<K, W> 
         if !self.books[shard].queue.is_armed() {
             self.arm(shard, now);
         }
-        self.sweep_step(shard, now);
+        let step = self.policy.budget_step_at(now);
+        self.step(shard, step);
         self.policy.shard_full(self.books[shard].keys)
     }
 
@@ -422,19 +433,28 @@ fn look<K: Hash + Eq + Clone, W: Algorithm>(
     windows: &mut Shard<K, W>,
     tombstones: &mut HashMap<K, u64, KeyHasher>,
     key: &K,
-    floor: u64,
+    bounds: SweepBounds,
 ) -> Look {
     // Out first, back in if live: a look finds most keys idle (under key churn, nearly all),
     // and one hash and probe each beats a lookup followed by a removal.
     match windows.remove_entry(key) {
-        Some((_, (window, _, _))) if window.is_idle_by(floor) => Look::Removed,
+        Some((key, (window, _, _))) if window.is_idle_by(bounds.horizon()) => {
+            match bounds.tombstone_for(window.idle_from()) {
+                Some(idle_from) => {
+                    let tombstone = tombstones.entry(key).or_insert(idle_from);
+                    *tombstone = (*tombstone).max(idle_from);
+                    Look::Tombstoned { idle_from }
+                }
+                None => Look::Removed,
+            }
+        }
         Some((key, entry)) => {
             let idle_from = entry.0.idle_from();
             windows.insert(key, entry);
             Look::Live { idle_from }
         }
         None => match tombstones.get(key) {
-            Some(&idle_from) if idle_from > floor => Look::Live { idle_from },
+            Some(&idle_from) if !bounds.drops_tombstone(idle_from) => Look::Live { idle_from },
             Some(_) => {
                 tombstones.remove(key);
                 Look::Gone

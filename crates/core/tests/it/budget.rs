@@ -2,44 +2,13 @@
 //! nothing is over-admitted on the way, keys that already have state are decided as before,
 //! and the budget frees as keys go idle. Every variant, both windows and a layered limit.
 
-use slidelimit::{
-    Conversion, ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets, SavedState,
-};
+use slidelimit::{Conversion, ExactLog, LockFreeLimiter, Options, RateLimiter, SavedState};
 use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;
 use slidelimit_rwlock::RwLockLimiter;
 
 use crate::trace::check_safety;
-use crate::variants::{all_variants, limit};
-
-/// Every variant with the exact log and with rolling buckets (8), for `limit`.
-fn every_limiter(limit: Limit, options: Options) -> Vec<(String, Box<dyn RateLimiter<u64>>)> {
-    let buckets = RollingBuckets::new(limit, 8).expect("8 buckets fit");
-    let mut limiters: Vec<(String, Box<dyn RateLimiter<u64>>)> = all_variants(limit, options)
-        .into_iter()
-        .map(|limiter| (limiter.name().to_owned(), limiter))
-        .collect();
-    let bucketed: [Box<dyn RateLimiter<u64>>; 4] = [
-        Box::new(LockFreeLimiter::<u64, RollingBuckets>::with_options(
-            buckets, options,
-        )),
-        Box::new(MutexLimiter::<u64, RollingBuckets>::with_options(
-            buckets, options,
-        )),
-        Box::new(PerKeyLockLimiter::<u64, RollingBuckets>::with_options(
-            buckets, options,
-        )),
-        Box::new(RwLockLimiter::<u64, RollingBuckets>::with_options(
-            buckets, options,
-        )),
-    ];
-    limiters.extend(
-        bucketed
-            .into_iter()
-            .map(|limiter| (format!("{}-buckets", limiter.name()), limiter)),
-    );
-    limiters
-}
+use crate::variants::{every_limiter, limit};
 
 #[test]
 fn a_full_budget_refuses_new_keys_and_leaves_tracked_ones_alone() {
@@ -72,9 +41,9 @@ fn a_full_budget_refuses_new_keys_and_leaves_tracked_ones_alone() {
 
 #[test]
 fn the_budget_frees_as_keys_go_idle() {
-    // One shard, 16 keys, 1 per 10 ticks, lateness 10: key k (hit at k) is fresh from k + 10
-    // and can go once the floor (the oldest of the last eight observed calls, minus 10)
-    // passes that.
+    // One shard, 16 keys, 1 per 10 ticks, lateness 10: key k (hit at k) is fresh from k + 10.
+    // A decision on a new key in the full shard removes the keys idle by its own `now` minus
+    // the lateness tolerance, as `remove_idle(now)` would.
     let options = Options::default()
         .key_shards(1)
         .max_keys(16)
@@ -83,14 +52,70 @@ fn the_budget_frees_as_keys_go_idle() {
         for key in 0..16 {
             assert!(limiter.check_and_hit(&key, key), "{name}");
         }
-        // Soon after, nothing is idle by the floor: refused.
-        assert!(!limiter.check_and_hit(&100, 20), "{name}");
-        // Long after, the refused calls themselves move the observed clock, the floor rises
-        // past every key, and a sweep step frees the shard: a new key is admitted within the
-        // eight calls that fill the clock (and one more).
-        let admitted_at = (0..9).find(|i| limiter.check_and_hit(&(200 + i), 1000));
-        assert!(admitted_at.is_some(), "{name}: the budget never freed");
-        assert!(limiter.tracked_keys() <= 16, "{name}");
+        // At 15 no key is idle: refused, told to come back one refusal reach plus the
+        // tolerance later (W + D = 20 for the exact log; for 8 buckets of 10 ticks the reach
+        // is 14, so 24).
+        assert!(!limiter.check_and_hit(&100, 15), "{name}");
+        let wait = limiter.status(&100, 15).retry_after_ticks;
+        let expected = if name.ends_with("buckets") { 24 } else { 20 };
+        assert_eq!(wait, expected, "{name}");
+        // Then every key hit by 15 is idle by the caller's now minus D: they go (up to 64
+        // looks a step), and the new key is admitted.
+        assert!(limiter.check_and_hit(&100, 15 + wait), "{name}");
+        assert_eq!(limiter.tracked_keys(), 1, "{name}");
+        // With the exact log, at 20 only key 0 (fresh from 10) is idle by 20 - D: one key
+        // goes for the one that asks, and the next new key is refused.
+        if !name.ends_with("buckets") {
+            let again = every_limiter(limit(1, 10), options);
+            let (_, early) = again
+                .iter()
+                .find(|(other, _)| *other == name)
+                .expect("same");
+            for key in 0..16 {
+                assert!(early.check_and_hit(&key, key), "{name}");
+            }
+            assert!(!early.check_and_hit(&100, 19), "{name}");
+            assert!(early.check_and_hit(&100, 20), "{name}: key 0 is idle by 10");
+            assert!(!early.check_and_hit(&101, 20), "{name}: key 1 is not");
+            assert_eq!(early.tracked_keys(), 16, "{name}");
+        }
+    }
+}
+
+/// The repro and its kin: a new key refused by a full budget, retried at the wait its
+/// status told, is admitted when nothing else is going on (it used to be refused 8 more times
+/// with one shard, about 60 with 512, until the refusals themselves moved the observed clock).
+/// One shard and the default 512, the exact log and rolling buckets, one window and two.
+#[test]
+fn a_key_refused_by_a_full_budget_is_admitted_at_the_told_wait() {
+    let one = limit(1, 10);
+    let layered = one.and(limit(3, 40)).expect("two windows");
+    for shards in [1, 512] {
+        for limit in [one, layered] {
+            let options = Options::default().key_shards(shards).max_keys(shards);
+            for (name, limiter) in every_limiter(limit, options) {
+                let name = format!("{name}, {shards} shards, {} windows", limit.window_count());
+                assert!(limiter.check_and_hit(&1, 0), "{name}");
+                // The first key that finds its shard full (one key a shard): every earlier one
+                // filled an empty shard.
+                let refused = (2..10_000_u64)
+                    .find(|&key| !limiter.check_and_hit(&key, 0))
+                    .expect("some key meets a full shard");
+                let wait = limiter.status(&refused, 0).retry_after_ticks;
+                assert!(wait > 0, "{name}");
+                let tracked = limiter.tracked_keys();
+                assert!(
+                    limiter.check_and_hit(&refused, wait),
+                    "{name}: refused at {wait}"
+                );
+                assert_eq!(
+                    limiter.tracked_keys(),
+                    tracked,
+                    "{name}: one key for another"
+                );
+                assert!(limiter.tracked_keys() <= shards, "{name}");
+            }
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 //! against a limiter and the model side by side.
 
 mod bad_input;
+mod broken_clock;
 mod buckets;
 mod budget;
 mod edges;

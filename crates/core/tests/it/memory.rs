@@ -55,7 +55,9 @@ fn the_automatic_sweep_keeps_tracked_keys_bounded_as_new_keys_arrive() {
             most <= 4096 + 4096 / 8,
             "{name}: {most} keys tracked at once"
         );
-        assert!(limiter.tracked_keys() < 4096, "{name}");
+        // Below the floor a shard takes no step, and at it one creation in eight steps: the
+        // map ends within a stride of the floor.
+        assert!(limiter.tracked_keys() <= 4096 + 8, "{name}");
         // The keys still live at the end survived every sweep with their hits.
         for key in KEYS - 10..KEYS {
             assert_eq!(limiter.status(&key, KEYS - 1).count, 1, "{name}: key {key}");

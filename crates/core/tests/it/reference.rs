@@ -4,9 +4,10 @@
 //!
 //! It is written to be obviously right, not fast: every query scans the whole log. The
 //! limiters must match it exactly, watermarks included: the removal floor (raised by a sweep
-//! at `now` to `min(now, observed time) - D`, the observed time being the oldest of the last
-//! eight key creations' `now`s), each tracked key's watermark fixed when it was created, and
-//! the tombstones of keys removed while fresh only above the floor.
+//! at `now` to `min(now, observed time) - D`, the observed time being the lower quartile of
+//! the last 256 key creations' `now`s at or above the floor, recounted at each of the first 32
+//! and every 32nd after), each tracked key's watermark fixed when it was created, and the
+//! tombstones of keys removed while fresh only above the floor.
 //!
 //! The automatic sweep is the limiters' due queue, in the one shard the checked limiters run
 //! with: from the key that brings the map to the floor on, every created key joins the queue,
@@ -110,9 +111,13 @@ pub struct Reference<K> {
     tombstones: HashMap<K, u64>,
     /// The removal floor.
     floor: u64,
-    /// The clamped `now`s of the last eight key creations (with one shard, the limiters'
-    /// observed clock records every creation).
+    /// The clamped `now`s of the last 256 key creations at or above the floor (with one
+    /// shard, the limiters' observed clock records every such creation).
     creations: VecDeque<u64>,
+    /// How many creations `creations` has recorded, ever.
+    samples_taken: usize,
+    /// The observed time: the lower quartile of `creations` at the last recount.
+    observed: Option<u64>,
     /// Keys ever created, as the limiters' `schedule::steps_at` counts them.
     created: usize,
 }
@@ -127,6 +132,8 @@ impl<K: Hash + Eq + Clone> Reference<K> {
             tombstones: HashMap::new(),
             floor: 0,
             creations: VecDeque::new(),
+            samples_taken: 0,
+            observed: None,
             created: 0,
         }
     }
@@ -229,10 +236,7 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         if inserted {
             let watermark = self.watermark(key);
             self.watermarks.insert(key.clone(), watermark);
-            if self.creations.len() == 8 {
-                self.creations.pop_front();
-            }
-            self.creations.push_back(clamp(now));
+            self.observe(now);
         }
         let log = self.logs.entry(key.clone()).or_default();
         if recorded {
@@ -291,10 +295,29 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         self.config.window_ticks.saturating_add(self.lateness())
     }
 
+    /// Records a creation at `now` in the observed clock, unless it lies below the floor.
+    fn observe(&mut self, now: u64) {
+        if now < self.floor {
+            return;
+        }
+        if self.creations.len() == 256 {
+            self.creations.pop_front();
+        }
+        self.creations.push_back(clamp(now));
+        let index = self.samples_taken;
+        self.samples_taken += 1;
+        if index < 32 || index % 32 == 31 {
+            let mut sorted: Vec<u64> = self.creations.iter().copied().collect();
+            sorted.sort_unstable();
+            // The latest tick that three quarters of the samples reached.
+            self.observed = Some(sorted[sorted.len() / 4]);
+        }
+    }
+
     /// Raises the floor for a sweep at `now` by the observed time (not at all if no key was
     /// ever created) and returns it.
     fn raise_floor(&mut self, now: u64) -> u64 {
-        if let Some(observed) = self.creations.iter().copied().min() {
+        if let Some(observed) = self.observed {
             self.floor = self
                 .floor
                 .max(clamp(now).min(observed).saturating_sub(self.lateness()));
@@ -302,9 +325,10 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         self.floor
     }
 
-    /// One step of the automatic sweep, by a creating call at `now`.
-    fn sweep_step(&mut self, now: u64) {
-        let floor = self.raise_floor(now);
+    /// One step of the automatic sweep, by a creating call at `now`: its raise of the floor
+    /// follows the observed time alone, whatever the stepping call's `now`.
+    fn sweep_step(&mut self, _now: u64) {
+        let floor = self.raise_floor(u64::MAX);
         let trusted = floor.saturating_add(self.lateness()).min(MAX_TICK);
         let again = trusted.saturating_add(self.recheck() / 2);
         let far_ahead = trusted.saturating_add(self.recheck().saturating_mul(2));

@@ -4,7 +4,7 @@
 use std::hash::Hash;
 use std::sync::Arc;
 
-use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RateLimiter};
+use slidelimit::{ExactLog, Limit, LockFreeLimiter, Options, RateLimiter, RollingBuckets};
 use slidelimit_mutex::MutexLimiter;
 use slidelimit_per_key_lock::PerKeyLockLimiter;
 use slidelimit_rwlock::RwLockLimiter;
@@ -102,4 +102,34 @@ fn harness_builds_every_variant_once() {
         assert_eq!(limiter.limit(), limit(3, 10));
         assert_eq!(limiter.tracked_keys(), 0);
     }
+}
+
+/// Every variant with the exact log and with rolling buckets (8), for `limit`, each with
+/// its name (`-buckets` after the rolling buckets').
+pub fn every_limiter(limit: Limit, options: Options) -> Vec<(String, Box<dyn RateLimiter<u64>>)> {
+    let buckets = RollingBuckets::new(limit, 8).expect("8 buckets fit");
+    let mut limiters: Vec<(String, Box<dyn RateLimiter<u64>>)> = all_variants(limit, options)
+        .into_iter()
+        .map(|limiter| (limiter.name().to_owned(), limiter))
+        .collect();
+    let bucketed: [Box<dyn RateLimiter<u64>>; 4] = [
+        Box::new(LockFreeLimiter::<u64, RollingBuckets>::with_options(
+            buckets, options,
+        )),
+        Box::new(MutexLimiter::<u64, RollingBuckets>::with_options(
+            buckets, options,
+        )),
+        Box::new(PerKeyLockLimiter::<u64, RollingBuckets>::with_options(
+            buckets, options,
+        )),
+        Box::new(RwLockLimiter::<u64, RollingBuckets>::with_options(
+            buckets, options,
+        )),
+    ];
+    limiters.extend(
+        bucketed
+            .into_iter()
+            .map(|limiter| (format!("{}-buckets", limiter.name()), limiter)),
+    );
+    limiters
 }
