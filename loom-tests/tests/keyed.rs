@@ -2,8 +2,9 @@
 //! map, removed by sealing their own words) with `remove_idle` as the sweeper: M1–M4 (a
 //! writer racing a sweeper, two sweepers, a hit between a sweeper's look and its seal, two
 //! first-time writers), M5 (a seal given back), M6 (a late
-//! writer below the watermark), M7 and M7b (the rolling buckets' seal, inline and allocated) and M8 (the automatic sweep's
-//! look at a due key, racing a writer). A key hit once keeps its ring inline (one slot in the
+//! writer below the watermark), M7 and M7b (the rolling buckets' seal, inline and allocated), M8 (the automatic sweep's
+//! look at a due key, racing a writer) and M9 (a full budget's step, leaving a tombstone,
+//! racing a late writer). A key hit once keeps its ring inline (one slot in the
 //! ring's header, `crates/core/src/window/ring/atomic/inline.rs`), so the one-hit models run
 //! on that form; M1b (M1 with the slots allocated) and M5 run on the allocated form, and
 //! `inline.rs` models the growth from one to the other.
@@ -395,10 +396,54 @@ fn m6_late_writer_below_watermark() {
     });
 }
 
+/// M9: a full budget's step removes a key idle by the refused caller's `now`, leaving a
+/// tombstone above the floor before the unlink; a late writer below it is refused. Budget two
+/// keys: the key (hit at 5, fresh from 15) and another (hit at 29). A new key at 30 finds the
+/// shard full: its budget step removes the key (idle by 30 - D = 30), tombstone at 15 (the
+/// floor is 5, the observed time), and is admitted. A late `check_and_hit(KEY, 12)` races it
+/// (5 is live for it): whether it meets the old entry, a retired one, or re-creates the key
+/// in the room the removal made before the new key takes it, it must be refused.
+fn m9_budget_step_vs_late_writer() {
+    check("keyed::m9_budget_step_vs_late_writer", || {
+        let limit = Limit::new(1, WINDOW_TICKS).unwrap();
+        let limiter = Arc::new(Limiter::with_options(
+            ExactLog::new(limit),
+            options().max_keys(2),
+        ));
+        assert!(limiter.check_and_hit(&KEY, 5));
+        assert!(limiter.check_and_hit(&(KEY + 1), 29));
+        let newcomer = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.check_and_hit(&(KEY + 2), SWEEP_AT))
+        };
+        let late = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.check_and_hit(&KEY, 12))
+        };
+        let late_admitted = late.join().unwrap();
+        let newcomer_admitted = newcomer.join().unwrap();
+        let mut admitted = vec![5];
+        admitted.extend(late_admitted.then_some(12));
+        assert_window_safe(&admitted, 1);
+        assert!(
+            !late_admitted,
+            "12 is below the tombstone (or 5 is live for it)"
+        );
+        // The newcomer is admitted unless the late writer re-created the key in the room the
+        // removal made; either way the shard holds at most one key past its budget.
+        assert!(newcomer_admitted || limiter.tracked_keys() == 2);
+        assert!(
+            limiter.tracked_keys() <= 3,
+            "one racing creation past the budget at most"
+        );
+    });
+}
+
 /// M8: the automatic sweep's look never loses a concurrent hit. With a floor of one key per
-/// shard every creation takes a sweep step; the key's last hit is at 5, and eight creations
-/// at 20 (the last of them, B's, on its own thread) bring the observed clock, and so the
-/// floor, to 20: B's step finds the key due and removes it if it is still fresh by 20. The
+/// shard every creation takes a sweep step; the key's last hit is at 5, and three creations
+/// at 20 (the last of them, B's, on its own thread) bring the observed clock (the lower
+/// quartile of the samples: the second lowest of four), and so the floor, to 20: B's step
+/// finds the key due and removes it if it is still fresh by 20. The
 /// writer's `check_and_hit(31)` races that look: it is always admitted, and the key's
 /// current entry must hold it (either the writer's CAS came first and the look finds the key
 /// live, or it met the retired entry and went on into a fresh one).
@@ -408,12 +453,12 @@ fn m8_automatic_look_vs_writer() {
         let options = Options::default().lateness_ticks(0).sweep_floor_keys(1);
         let limiter = Arc::new(Limiter::with_options(ExactLog::new(limit), options));
         assert!(limiter.check_and_hit(&KEY, 5));
-        for other in 100..107 {
+        for other in 100..102 {
             assert!(limiter.check_and_hit(&other, 20));
         }
         assert_eq!(
             limiter.tracked_keys(),
-            8,
+            3,
             "nothing is fresh by the floor yet"
         );
         let writer = {
@@ -490,6 +535,11 @@ fn m8() {
     m8_automatic_look_vs_writer();
 }
 
+#[test]
+fn m9() {
+    m9_budget_step_vs_late_writer();
+}
+
 // Negative controls: they exist only in the build of their mutant (`ci/loom.sh` builds each
 // one and runs only these), where the model must fail with the named check.
 
@@ -543,6 +593,15 @@ fn mutant_buckets_seal_without_recheck_caught_by_m7b() {
 #[should_panic(expected = "window oracle:")]
 fn mutant_tombstone_after_unlink_caught_by_m6() {
     m6_late_writer_below_watermark();
+}
+
+/// X11b: a budget step that leaves the removed key's tombstone only after unlinking it lets
+/// a late writer re-create the key in between with the bare floor.
+#[test]
+#[cfg(slidelimit_loom_mutant = "tombstone_after_unlink")]
+#[should_panic(expected = "window oracle:")]
+fn mutant_tombstone_after_unlink_caught_by_m9() {
+    m9_budget_step_vs_late_writer();
 }
 
 /// X12: an automatic sweep step that judges a due key by a look at its words and unlinks it

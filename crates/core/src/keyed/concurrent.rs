@@ -600,7 +600,9 @@ where
                     // whoever re-creates the key finds it, as in `sweep_shard`.
                     tombstone = bounds.tombstone_for(fresh_from);
                     if let Some(tombstone) = tombstone {
-                        self.leave_tombstone(key, tombstone);
+                        if !cfg!(slidelimit_loom_mutant = "tombstone_after_unlink") {
+                            self.leave_tombstone(key, tombstone);
+                        }
                     }
                     true
                 }
@@ -610,6 +612,13 @@ where
                 }
             }
         });
+        if cfg!(slidelimit_loom_mutant = "tombstone_after_unlink") {
+            // Deliberately broken for the loom negative control: the tombstone after the
+            // unlink.
+            if let (Some(true), Some(idle_from)) = (removed, tombstone) {
+                self.leave_tombstone(key, idle_from);
+            }
+        }
         match removed {
             Some(true) => match tombstone {
                 Some(idle_from) => Look::Tombstoned { idle_from },
