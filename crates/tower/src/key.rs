@@ -9,6 +9,7 @@ use std::hash::Hash;
 use http::header::HeaderName;
 use http::Request;
 
+mod forwarding;
 pub mod peer;
 mod proxies;
 

@@ -2,11 +2,13 @@
 //! wrote into `X-Forwarded-For` or `Forwarded` (RFC 7239).
 
 use std::any::Any;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 
-use http::header::{HeaderMap, HeaderName, FORWARDED};
 use http::Request;
 
+use super::forwarding::{
+    forwarded_elements, forwarded_for, nth_from_right, parse_node, x_forwarded_for_entries,
+};
 use super::proxies::TrustedProxies;
 use super::KeyExtractor;
 
@@ -55,6 +57,23 @@ pub struct PeerAddr(pub SocketAddr);
 ///   header and the server cannot be reached around them; if clients can connect directly,
 ///   the header is entirely theirs. A request with fewer than `n` entries, or whose entry is
 ///   not an IP address (`unknown`, an obfuscated node), has no key.
+///
+/// # How the headers are split
+/// Both headers are lists (RFC 9110, section 5.6.1): their lines count in order, one after
+/// the other, and empty elements (`a,,b`, a trailing comma, a line of whitespace) are skipped.
+/// What a proxy appends must read as it wrote it whatever a client sent before it, so:
+///
+/// - `X-Forwarded-For` has no quoted form: **every comma separates**. A quote is an ordinary
+///   character of its entry, which is then not an address (`"9.9.9.9`), and never joins the
+///   entries on either side of it.
+/// - `Forwarded` keeps RFC 7239's quoted strings, which may hold commas (`host="a,b"`), but an
+///   unbalanced quote **costs only its own element**. Each line is cut at every comma, then
+///   the pieces are grouped from the right, the end proxies append to: a piece that closes a
+///   quoted string is joined with the pieces to its left back to the nearest one that opens
+///   it, and only when the joined text is one well-formed element; any other piece that is
+///   not a well-formed element on its own (an unbalanced quote above all) is one malformed
+///   element, which counts as an entry that is not an address. Quoted strings never span
+///   lines.
 ///
 /// IPv4-mapped IPv6 addresses (`::ffff:192.0.2.1`) count as their IPv4 address. One IPv6
 /// client often holds a whole `/64`: [`PeerIp::ipv6_prefix`] keys IPv6 clients by a prefix.
@@ -145,7 +164,8 @@ impl PeerIp {
     }
 
     /// The `trusted_proxies`-th address from the right of the `X-Forwarded-For` header (its
-    /// lines joined in order). Read the type's "Spoofing" section first. With
+    /// lines joined in order, split at every comma, empty entries skipped: see the type's
+    /// "How the headers are split"). Read the type's "Spoofing" section first. With
     /// `trusted_proxies = 0` the header is ignored and the connection's address is used.
     #[must_use]
     pub const fn x_forwarded_for(trusted_proxies: usize) -> Self {
@@ -157,8 +177,10 @@ impl PeerIp {
     }
 
     /// The `for=` address of the `trusted_proxies`-th element from the right of the
-    /// `Forwarded` header (RFC 7239). Read the type's "Spoofing" section first. With
-    /// `trusted_proxies = 0` the header is ignored and the connection's address is used.
+    /// `Forwarded` header (RFC 7239; a malformed element counts as one element without an
+    /// address, an empty one not at all: see the type's "How the headers are split"). Read
+    /// the type's "Spoofing" section first. With `trusted_proxies = 0` the header is ignored
+    /// and the connection's address is used.
     #[must_use]
     pub const fn forwarded(trusted_proxies: usize) -> Self {
         Self::from_source(if trusted_proxies == 0 {
@@ -170,15 +192,17 @@ impl PeerIp {
 
     /// The client's address by `X-Forwarded-For`, trusted only from `proxies`: the
     /// connection's address if it is not one of them; otherwise the header's entries (its
-    /// lines joined in order) walked from the right, skipping trusted proxies, to the first
-    /// that is not. Read the type's "Spoofing" section first.
+    /// lines joined in order, split at every comma, quotes included, empty entries skipped:
+    /// see the type's "How the headers are split") walked from the right, skipping trusted
+    /// proxies, to the first that is not. Read the type's "Spoofing" section first.
     ///
-    /// An entry that is not an address (`unknown`, an obfuscated node, garbage) stops the
-    /// walk at the nearest trusted hop, and a header of trusted entries only gives its
-    /// leftmost, so such requests share the key of a proxy rather than getting one a client
-    /// chose. A header that is not visible ASCII is ignored (the key is the connection's
-    /// address). Like [`PeerIp::new`], it reads the connection from a [`PeerAddr`] or, with
-    /// the `axum` feature, axum's `ConnectInfo`.
+    /// An entry that is not an address (`unknown`, an obfuscated node, garbage such as
+    /// `"9.9.9.9`) stops the walk at the nearest trusted hop, and a header of trusted entries
+    /// only gives its leftmost, so such requests share the key of a proxy rather than getting
+    /// one a client chose. Such an entry is only ever the one a client wrote: it cannot hide
+    /// the entries the proxies appended after it. A header that is not visible ASCII is
+    /// ignored (the key is the connection's address). Like [`PeerIp::new`], it reads the
+    /// connection from a [`PeerAddr`] or, with the `axum` feature, axum's `ConnectInfo`.
     ///
     /// ```
     /// use std::net::{IpAddr, SocketAddr};
@@ -208,7 +232,10 @@ impl PeerIp {
     /// The client's address by the `for=` nodes of `Forwarded` (RFC 7239: every element of
     /// every header line, quoted and bracketed forms, ports), trusted only from `proxies`, as
     /// [`PeerIp::x_forwarded_for_from`] walks `X-Forwarded-For`. An element without `for=`
-    /// counts as an entry that is not an address.
+    /// counts as an entry that is not an address, and so does a malformed one, such as a
+    /// client's unbalanced `for="9.9.9.9`; empty elements are skipped. Quoted strings may
+    /// hold commas, but a client's unbalanced quote never reaches the elements the proxies
+    /// appended after it (see the type's "How the headers are split").
     ///
     /// ```
     /// use std::net::{IpAddr, SocketAddr};
@@ -283,26 +310,27 @@ impl<B> KeyExtractor<B> for PeerIp {
             Source::Connection => connection_ip(request)?,
             Source::PeerAddr => request.extensions().get::<PeerAddr>()?.0.ip(),
             Source::XForwardedFor { trusted_proxies } => {
-                let entry = nth_from_right(request.headers(), &X_FORWARDED_FOR, trusted_proxies)?;
-                parse_node(entry)?
+                let entries = x_forwarded_for_entries(request.headers());
+                parse_node(nth_from_right(&entries, trusted_proxies)?)?
             }
             Source::Forwarded { trusted_proxies } => {
-                let element = nth_from_right(request.headers(), &FORWARDED, trusted_proxies)?;
+                let elements = forwarded_elements(request.headers());
+                let element = nth_from_right(&elements, trusted_proxies)??;
                 parse_node(&forwarded_for(element)?)?
             }
             Source::XForwardedForFrom(ref proxies) => {
                 let peer = connection_ip(request)?;
-                let entries = header_entries(request.headers(), &X_FORWARDED_FOR);
+                let entries = x_forwarded_for_entries(request.headers());
                 proxies.client(peer, entries.iter().map(|entry| parse_node(entry)))
             }
             Source::ForwardedFrom(ref proxies) => {
                 let peer = connection_ip(request)?;
-                let elements = header_entries(request.headers(), &FORWARDED);
+                let elements = forwarded_elements(request.headers());
                 proxies.client(
                     peer,
                     elements
                         .iter()
-                        .map(|element| parse_node(&forwarded_for(element)?)),
+                        .map(|element| parse_node(&forwarded_for((*element)?)?)),
                 )
             }
         };
@@ -359,107 +387,6 @@ fn connection_ip<B>(request: &Request<B>) -> Option<IpAddr> {
         return Some(addr.ip());
     }
     None
-}
-
-/// The `X-Forwarded-For` header's name.
-const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
-
-/// The `n`-th (from 1) comma-separated entry from the right of every line of header `name`
-/// joined in order, trimmed. Commas inside quoted strings do not separate (they cannot occur
-/// in a valid node, but a malformed one must not shift the count). A line that is not visible
-/// ASCII makes the whole header untrustworthy: `None`.
-fn nth_from_right<'a>(headers: &'a HeaderMap, name: &HeaderName, n: usize) -> Option<&'a str> {
-    let entries = header_entries(headers, name);
-    let index = entries.len().checked_sub(n)?;
-    entries.get(index).copied()
-}
-
-/// Every comma-separated entry of every line of header `name`, joined in order and trimmed
-/// (see [`nth_from_right`]); none if a line is not visible ASCII.
-fn header_entries<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Vec<&'a str> {
-    let mut entries = Vec::new();
-    for line in headers.get_all(name) {
-        let Ok(line) = line.to_str() else {
-            return Vec::new();
-        };
-        entries.extend(split_unquoted(line, ',').map(str::trim));
-    }
-    entries
-}
-
-/// `text` split at each `separator` outside a quoted string (backslash escapes honoured).
-fn split_unquoted(text: &str, separator: char) -> impl Iterator<Item = &str> {
-    let mut rest = Some(text);
-    std::iter::from_fn(move || {
-        let current = rest?;
-        let (mut quoted, mut escaped) = (false, false);
-        for (i, c) in current.char_indices() {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' if quoted => escaped = true,
-                '"' => quoted = !quoted,
-                c if c == separator && !quoted => {
-                    rest = Some(&current[i + c.len_utf8()..]);
-                    return Some(&current[..i]);
-                }
-                _ => {}
-            }
-        }
-        rest = None;
-        Some(current)
-    })
-}
-
-/// The `for=` node of one `Forwarded` element (`for=...;proto=...;by=...`), unquoted.
-fn forwarded_for(element: &str) -> Option<String> {
-    let value = split_unquoted(element, ';').find_map(|pair| {
-        let (key, value) = pair.split_once('=')?;
-        key.trim().eq_ignore_ascii_case("for").then(|| value.trim())
-    })?;
-    match value.strip_prefix('"') {
-        Some(quoted) => {
-            let inner = quoted.strip_suffix('"')?;
-            let mut out = String::with_capacity(inner.len());
-            let mut chars = inner.chars();
-            while let Some(c) = chars.next() {
-                out.push(if c == '\\' { chars.next()? } else { c });
-            }
-            Some(out)
-        }
-        None => Some(value.to_owned()),
-    }
-}
-
-/// An address as proxies write it: `192.0.2.1`, `192.0.2.1:8080`, `2001:db8::1`,
-/// `[2001:db8::1]` or `[2001:db8::1]:8080`. Anything else (`unknown`, an obfuscated `_node`)
-/// is not an address.
-fn parse_node(node: &str) -> Option<IpAddr> {
-    if let Ok(ip) = node.parse::<IpAddr>() {
-        return Some(ip);
-    }
-    if let Some(bracketed) = node.strip_prefix('[') {
-        let (v6, after) = bracketed.split_once(']')?;
-        let port_ok = after.is_empty() || after.strip_prefix(':').is_some_and(is_port);
-        return port_ok
-            .then(|| v6.parse::<Ipv6Addr>().ok().map(IpAddr::V6))
-            .flatten();
-    }
-    let (v4, port) = node.split_once(':')?;
-    if !is_port(port) {
-        return None;
-    }
-    v4.parse::<Ipv4Addr>().ok().map(IpAddr::V4)
-}
-
-/// A port as RFC 7239 allows one: decimal digits (or an obfuscated `_port`, which names no
-/// port but does not invalidate the address).
-fn is_port(port: &str) -> bool {
-    !port.is_empty()
-        && (port.bytes().all(|b| b.is_ascii_digit())
-            || (port.starts_with('_')
-                && port[1..]
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))))
 }
 
 #[cfg(test)]
@@ -752,6 +679,281 @@ mod tests {
         );
     }
 
+    /// The reported bypass: trusted proxies 10.0.0.0/8, the connection from 10.0.0.2, and a
+    /// client that sent a lone `"` before its proxy appended its address.
+    #[test]
+    fn a_lone_quote_does_not_swallow_the_entry_a_proxy_appended() {
+        let key = PeerIp::x_forwarded_for_from(TrustedProxies::new(["10.0.0.0/8"]).unwrap());
+        let r = request(
+            &[("x-forwarded-for", "\", 198.51.100.23")],
+            Some("10.0.0.2:41000"),
+        );
+        assert_eq!(key.extract(&r), Some(ip("198.51.100.23")));
+        assert_eq!(
+            PeerIp::x_forwarded_for(1).extract(&r),
+            Some(ip("198.51.100.23"))
+        );
+    }
+
+    #[test]
+    fn x_forwarded_for_has_no_quoted_form() {
+        let key = PeerIp::x_forwarded_for_from(TrustedProxies::new(["10.0.0.0/8"]).unwrap());
+        for sent in [
+            "\"",
+            "\"9.9.9.9",
+            "9.9.9.9\"",
+            "\"9.9.9.9, 8.8.8.8",
+            "for=\"9.9.9.9",
+            "\"9.9.9.9\\",
+        ] {
+            // What the client sent, then what its proxy appended: the client's address.
+            let header = format!("{sent}, 198.51.100.23");
+            let r = request(&[("x-forwarded-for", &header)], Some("10.0.0.2:41000"));
+            assert_eq!(key.extract(&r), Some(ip("198.51.100.23")), "{header}");
+            assert_eq!(
+                PeerIp::x_forwarded_for(1).extract(&r),
+                Some(ip("198.51.100.23")),
+                "{header}"
+            );
+            // ... and a second trusted proxy's hop after it, on the same line or the next.
+            let header = format!("{header}, 10.0.0.7");
+            let r = request(&[("x-forwarded-for", &header)], Some("10.0.0.2:41000"));
+            assert_eq!(key.extract(&r), Some(ip("198.51.100.23")), "{header}");
+            let r = request(
+                &[
+                    ("x-forwarded-for", &format!("{sent}, 198.51.100.23")),
+                    ("x-forwarded-for", "10.0.0.7"),
+                ],
+                Some("10.0.0.2:41000"),
+            );
+            assert_eq!(key.extract(&r), Some(ip("198.51.100.23")), "{header}");
+            assert_eq!(
+                PeerIp::x_forwarded_for(2).extract(&r),
+                Some(ip("198.51.100.23")),
+                "{header}"
+            );
+        }
+        // Quotes make no entry an address, nor join entries: each one counts on its own
+        // (`"1.1.1.1` and `2.2.2.2"` are two entries, neither an address).
+        let r = request(
+            &[("x-forwarded-for", "\"1.1.1.1, 2.2.2.2\", 3.3.3.3")],
+            None,
+        );
+        assert_eq!(PeerIp::x_forwarded_for(1).extract(&r), Some(ip("3.3.3.3")));
+        assert_eq!(PeerIp::x_forwarded_for(2).extract(&r), None);
+        assert_eq!(PeerIp::x_forwarded_for(3).extract(&r), None);
+        assert_eq!(PeerIp::x_forwarded_for(4).extract(&r), None, "3 entries");
+        // A quoted entry left of a trusted hop still stops the walk there.
+        let r = request(
+            &[("x-forwarded-for", "203.0.113.9, \"9.9.9.9\", 10.0.0.1")],
+            Some("10.0.0.2:1"),
+        );
+        assert_eq!(key.extract(&r), Some(ip("10.0.0.1")));
+    }
+
+    #[test]
+    fn empty_list_elements_are_skipped() {
+        let key = PeerIp::x_forwarded_for_from(proxies());
+        for header in [
+            "203.0.113.9,, 10.0.0.1",
+            "203.0.113.9, 10.0.0.1,",
+            "203.0.113.9 , ,\t, 10.0.0.1 , ",
+            ",203.0.113.9,10.0.0.1",
+        ] {
+            let r = request(&[("x-forwarded-for", header)], Some("10.0.0.2:1"));
+            assert_eq!(key.extract(&r), Some(ip("203.0.113.9")), "{header}");
+            assert_eq!(
+                PeerIp::x_forwarded_for(2).extract(&r),
+                Some(ip("203.0.113.9")),
+                "{header}"
+            );
+        }
+        let r = request(&[("x-forwarded-for", "1.1.1.1,,2.2.2.2,")], None);
+        assert_eq!(PeerIp::x_forwarded_for(1).extract(&r), Some(ip("2.2.2.2")));
+        assert_eq!(PeerIp::x_forwarded_for(2).extract(&r), Some(ip("1.1.1.1")));
+        assert_eq!(PeerIp::x_forwarded_for(3).extract(&r), None, "2 entries");
+        // Empty lines and lines of commas hold no entry.
+        let r = request(
+            &[
+                ("x-forwarded-for", "203.0.113.9"),
+                ("x-forwarded-for", ""),
+                ("x-forwarded-for", " , "),
+                ("x-forwarded-for", "10.0.0.1"),
+            ],
+            Some("10.0.0.2:1"),
+        );
+        assert_eq!(key.extract(&r), Some(ip("203.0.113.9")));
+        // The same for Forwarded.
+        let key = PeerIp::forwarded_from(proxies());
+        for header in [
+            "for=203.0.113.9,, for=10.0.0.1",
+            "for=203.0.113.9, for=10.0.0.1,",
+            ",for=203.0.113.9 ,\t, for=\"10.0.0.1\" , ",
+        ] {
+            let r = request(&[("forwarded", header)], Some("10.0.0.2:1"));
+            assert_eq!(key.extract(&r), Some(ip("203.0.113.9")), "{header}");
+            assert_eq!(
+                PeerIp::forwarded(2).extract(&r),
+                Some(ip("203.0.113.9")),
+                "{header}"
+            );
+        }
+        // An empty piece inside a quoted string is the string's, not an empty element.
+        let r = request(&[("forwarded", "for=1.1.1.1;x=\"a,,b\"")], None);
+        assert_eq!(PeerIp::forwarded(1).extract(&r), Some(ip("1.1.1.1")));
+    }
+
+    #[test]
+    fn an_unbalanced_quote_in_forwarded_costs_only_its_own_element() {
+        let key = PeerIp::forwarded_from(TrustedProxies::new(["10.0.0.0/8"]).unwrap());
+        for sent in [
+            "\"",
+            "for=\"",
+            "for=\"9.9.9.9",
+            "for=9.9.9.9\"",
+            "for=9.9.9.9;x=\"",
+            "for=\"9.9.9.9\\",
+            "for=\"[2001:db8::9]:80",
+            "for=\"9.9.9.9, by=\"x",
+        ] {
+            for appended in [
+                "for=198.51.100.23",
+                "for=\"198.51.100.23:4711\";proto=https",
+                "For=\"198.51.100.23\";host=\"a,b\"",
+                // Quoted `;` and `,`: what a client's open quote to the left could close on.
+                "for=198.51.100.23;ext=\";a=b, c\"",
+            ] {
+                // The client sent `sent`; its proxy appended `appended` on the same line.
+                let header = format!("{sent}, {appended}");
+                let r = request(&[("forwarded", &header)], Some("10.0.0.2:443"));
+                assert_eq!(key.extract(&r), Some(ip("198.51.100.23")), "{header}");
+                assert_eq!(
+                    PeerIp::forwarded(1).extract(&r),
+                    Some(ip("198.51.100.23")),
+                    "{header}"
+                );
+                // ... then a second trusted proxy its own hop, on the same line or the next.
+                let header = format!("{header}, for=10.0.0.7");
+                let r = request(&[("forwarded", &header)], Some("10.0.0.2:443"));
+                assert_eq!(key.extract(&r), Some(ip("198.51.100.23")), "{header}");
+                assert_eq!(
+                    PeerIp::forwarded(2).extract(&r),
+                    Some(ip("198.51.100.23")),
+                    "{header}"
+                );
+                let r = request(
+                    &[("forwarded", sent), ("forwarded", appended)],
+                    Some("10.0.0.2:443"),
+                );
+                assert_eq!(key.extract(&r), Some(ip("198.51.100.23")), "{header}");
+            }
+        }
+        // The malformed element is one element, not an address: left of a trusted hop it
+        // stops the walk there, and it counts once.
+        let r = request(
+            &[("forwarded", "for=203.0.113.9, for=\"9.9.9.9, for=10.0.0.1")],
+            Some("10.0.0.2:1"),
+        );
+        assert_eq!(key.extract(&r), Some(ip("10.0.0.1")));
+        assert_eq!(PeerIp::forwarded(1).extract(&r), Some(ip("10.0.0.1")));
+        assert_eq!(PeerIp::forwarded(2).extract(&r), None);
+        assert_eq!(PeerIp::forwarded(3).extract(&r), Some(ip("203.0.113.9")));
+        // A balanced quoted string still spans commas, escapes included.
+        let r = request(
+            &[(
+                "forwarded",
+                r#"for="[2001:db8::1]";x="a,\"b,c", for=1.1.1.1"#,
+            )],
+            None,
+        );
+        assert_eq!(PeerIp::forwarded(1).extract(&r), Some(ip("1.1.1.1")));
+        assert_eq!(PeerIp::forwarded(2).extract(&r), Some(ip("2001:db8::1")));
+        assert_eq!(PeerIp::forwarded(3).extract(&r), None, "2 elements");
+    }
+
+    /// Every address a header line could name, however it were split: the text between two
+    /// commas or semicolons, after its last `=`, without whitespace, quotes and backslashes.
+    /// A superset of what any split of the line finds, and independent of the one under test.
+    fn addresses_written(line: &str) -> Vec<IpAddr> {
+        line.split([',', ';'])
+            .filter_map(|part| {
+                let value = part.rsplit('=').next().unwrap_or(part);
+                let node: String = value
+                    .chars()
+                    .filter(|c| !matches!(c, ' ' | '\t' | '"' | '\\'))
+                    .collect();
+                parse_node(&node)
+            })
+            .collect()
+    }
+
+    /// Forwarding header lines a client may send: elements of bytes that matter to the
+    /// split (quotes, backslashes, commas, semicolons, whitespace), empty elements, and
+    /// unbalanced quotes in the forms that broke it.
+    fn client_lines() -> impl proptest::strategy::Strategy<Value = Vec<String>> {
+        use proptest::prelude::*;
+        let element = prop_oneof![
+            "[0-9a-f:.\\[\\], ;=\"\\\\\t_forunkwn]{0,16}",
+            Just(String::new()),
+            Just("\"".to_owned()),
+            Just("\"9.9.9.9".to_owned()),
+            Just("9.9.9.9\"".to_owned()),
+            Just("9.9.9.9".to_owned()),
+            Just("for=\"9.9.9.9".to_owned()),
+            Just("for=9.9.9.9\"".to_owned()),
+            Just("for=9.9.9.9;x=\"".to_owned()),
+            Just("for=\"9.9.9.9\\".to_owned()),
+            Just("for=\"[2001:db8::9]:80".to_owned()),
+            Just("for=9.9.9.9".to_owned()),
+        ];
+        proptest::collection::vec(
+            proptest::collection::vec(element, 0..4).prop_map(|elements| elements.join(",")),
+            0..3,
+        )
+    }
+
+    /// A client's own address, untrusted: IPv4 or IPv6.
+    fn client_address() -> impl proptest::strategy::Strategy<Value = IpAddr> {
+        use proptest::prelude::*;
+        prop_oneof![
+            any::<u8>().prop_map(|x| IpAddr::from([203, 0, 113, x])),
+            any::<u16>().prop_map(|x| IpAddr::from([0x2001, 0xdb8, 1, 0, 0, 0, 0, x])),
+        ]
+    }
+
+    /// `ip` as a proxy writes it in `X-Forwarded-For`, in written form `form`.
+    fn x_forwarded_for_node(ip: IpAddr, form: u8) -> String {
+        match (ip, form % 3) {
+            (IpAddr::V4(v4), 0 | 1) => v4.to_string(),
+            (IpAddr::V4(v4), _) => format!("{v4}:4711"),
+            (IpAddr::V6(v6), 0) => v6.to_string(),
+            (IpAddr::V6(v6), 1) => format!("[{v6}]"),
+            (IpAddr::V6(v6), _) => format!("[{v6}]:4711"),
+        }
+    }
+
+    /// A well-formed `Forwarded` element for `ip`, in written form `form`: quoted or not,
+    /// with a port, other pairs before or after, whitespace, and quoted strings that hold
+    /// commas and semicolons.
+    fn forwarded_element(ip: IpAddr, form: u8) -> String {
+        let node = match (ip, form % 4) {
+            (IpAddr::V4(v4), 0) => v4.to_string(),
+            (IpAddr::V4(v4), 1) => format!("\"{v4}\""),
+            (IpAddr::V4(v4), _) => format!("\"{v4}:4711\""),
+            (IpAddr::V6(v6), 0 | 1) => format!("\"[{v6}]\""),
+            (IpAddr::V6(v6), _) => format!("\"[{v6}]:_p1\""),
+        };
+        match form / 4 % 6 {
+            0 => format!("for={node}"),
+            1 => format!("For={node};proto=https"),
+            2 => format!("by=\"[2001:db8:ffff::1]\" ; for={node}"),
+            3 => format!("for={node};host=\"a,b\""),
+            4 => format!("for={node};ext=\";a=b, c\\\"\""),
+            // A piece inside the string that would be a whole element on its own.
+            _ => format!("for={node};note=\"x, for=9.9.9.9, \\\\\""),
+        }
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
 
@@ -761,7 +963,7 @@ mod tests {
         fn no_header_bytes_crash_the_walk(
             lines in proptest::collection::vec(
                 proptest::collection::vec(proptest::prelude::any::<u8>(), 0..48), 0..4),
-            text in "[0-9a-fA-F:.\\[\\], ;=\"_forunkwn]{0,64}",
+            text in "[0-9a-fA-F:.\\[\\], ;=\"\\\\\t_forunkwn]{0,64}",
             peer_trusted in proptest::prelude::any::<bool>(),
         ) {
             let peer = if peer_trusted { "10.0.0.2:1" } else { "198.51.100.4:2" };
@@ -771,7 +973,7 @@ mod tests {
                 for bytes in lines.iter().map(Vec::as_slice).chain([text.as_bytes()]) {
                     if let Ok(value) = http::HeaderValue::from_bytes(bytes) {
                         if let Ok(text) = value.to_str() {
-                            written.push(text.to_owned());
+                            written.extend(addresses_written(text));
                         }
                         r.headers_mut().append(name, value);
                     }
@@ -785,15 +987,7 @@ mod tests {
                     proptest::prop_assert!(false, "a connection address always gives a key");
                     return Ok(());
                 };
-                let from_header = written
-                    .iter()
-                    .flat_map(|line| split_unquoted(line, ','))
-                    .flat_map(|entry| {
-                        let entry = entry.trim();
-                        [parse_node(entry), forwarded_for(entry).and_then(|n| parse_node(&n))]
-                    })
-                    .flatten()
-                    .any(|ip| key.normalize(ip) == found);
+                let from_header = written.iter().any(|&ip| key.normalize(ip) == found);
                 proptest::prop_assert!(
                     found == ip(&peer[..peer.find(':').unwrap()]) || from_header,
                     "{found} is neither the peer nor in the header"
@@ -804,6 +998,70 @@ mod tests {
             }
             for key in [PeerIp::x_forwarded_for(2), PeerIp::forwarded(1)] {
                 let _ = key.extract(&r);
+            }
+        }
+
+        /// Whatever a client sends in either header (quotes, empty elements, unbalanced
+        /// `Forwarded` values), through 1 to 3 trusted proxies that each append the address
+        /// they got the request from, the key is the address the first proxy appended: the
+        /// client's own, never one it chose. Both forms, by address and by count.
+        #[test]
+        fn the_key_is_what_the_trusted_proxies_appended(
+            sent_x_forwarded_for in client_lines(),
+            sent_forwarded in client_lines(),
+            client in client_address(),
+            // Each proxy: its own address (IPv4 or IPv6), the written form of what it
+            // appends, and whether it appends to the last line or adds one.
+            hops in proptest::collection::vec(
+                (proptest::prelude::any::<bool>(), 0u8..24, proptest::prelude::any::<bool>()),
+                1..4,
+            ),
+        ) {
+            let hop_ip = |index: usize, v6: bool| -> IpAddr {
+                let index = u8::try_from(index + 1).unwrap();
+                if v6 {
+                    IpAddr::from([0x2001, 0xdb8, 0xffff, 0, 0, 0, 0, u16::from(index)])
+                } else {
+                    IpAddr::from([10, 0, 0, index])
+                }
+            };
+            let (mut x_forwarded_for, mut forwarded) = (sent_x_forwarded_for, sent_forwarded);
+            let mut from = client;
+            for (index, &(v6, form, new_line)) in hops.iter().enumerate() {
+                for (lines, written) in [
+                    (&mut x_forwarded_for, x_forwarded_for_node(from, form)),
+                    (&mut forwarded, forwarded_element(from, form)),
+                ] {
+                    match lines.last_mut() {
+                        Some(last) if !new_line => *last = format!("{last}, {written}"),
+                        _ => lines.push(written),
+                    }
+                }
+                from = hop_ip(index, v6);
+            }
+            // The connection comes from the last proxy.
+            let peer = SocketAddr::new(from, 443).to_string();
+            let mut r = request(&[], Some(&peer));
+            for (name, lines) in [("x-forwarded-for", &x_forwarded_for), ("forwarded", &forwarded)] {
+                for line in lines {
+                    r.headers_mut().append(name, http::HeaderValue::from_str(line).unwrap());
+                }
+            }
+            let n = hops.len();
+            for key in [
+                PeerIp::x_forwarded_for_from(proxies()),
+                PeerIp::x_forwarded_for(n),
+                PeerIp::forwarded_from(proxies()),
+                PeerIp::forwarded(n),
+            ] {
+                proptest::prop_assert_eq!(
+                    key.extract(&r),
+                    Some(client),
+                    "{:?}: x-forwarded-for {:?}, forwarded {:?}",
+                    key,
+                    x_forwarded_for,
+                    forwarded
+                );
             }
         }
     }

@@ -2,8 +2,8 @@
 //! with a config this test writes, proxying to an axum server whose layer keys by
 //! `PeerIp::x_forwarded_for_from` with nginx's address as the one trusted proxy. Clients
 //! connect from different loopback addresses (127.0.0.2, .3, ...), through nginx or around
-//! it, with and without forged `X-Forwarded-For` headers; a limit of one request per key shows
-//! which key each request got.
+//! it, with and without forged `X-Forwarded-For` headers (addresses, and quotes that must not
+//! hide nginx's entry); a limit of one request per key shows which key each request got.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -194,5 +194,32 @@ async fn only_the_trusted_proxy_names_the_client() {
         status_from("127.0.0.5", direct, Some("198.51.100.1")).await,
         429
     );
-    assert_eq!(app_server.calls(), 4);
+
+    // X-Forwarded-For has no quoted form: a quote a client sends through the proxy cannot
+    // join its own entry with the one nginx appends after it, which would leave the walk no
+    // address past the proxy and key the request by the proxy's address, a fresh quota
+    // shared by every client behind it. Client .2, whose key is spent, gets nothing more ...
+    const QUOTES: [&str; 3] = ["\"", "\"9.9.9.9", "9.9.9.9\""];
+    for forged in QUOTES {
+        assert_eq!(
+            status_from("127.0.0.2", proxy, Some(forged)).await,
+            429,
+            "{forged}"
+        );
+    }
+    // ... and a fresh client sending one of them spends its own key, not the proxy's.
+    for (client, forged) in ["127.0.0.6", "127.0.0.7", "127.0.0.8"]
+        .into_iter()
+        .zip(QUOTES)
+    {
+        assert_eq!(
+            status_from(client, proxy, Some(forged)).await,
+            200,
+            "{forged}"
+        );
+        assert_eq!(status_from(client, proxy, None).await, 429, "{forged}");
+    }
+    // The proxy's own key (a request from its address around it) was never spent.
+    assert_eq!(status_from("127.0.0.1", direct, None).await, 200);
+    assert_eq!(app_server.calls(), 8);
 }
