@@ -127,13 +127,19 @@ impl Options {
     /// `keys` plus one per shard, plus one per thread racing to create a key in a full shard).
     ///
     /// When a `check_and_hit` on a key with no state finds its shard full, the shard first
-    /// takes a sweep step (up to 64 looks at keys that may be idle, removing those whose
-    /// windows are fresh: always safe); if it is still full, the call is **refused** and no
-    /// state is created, so a flood of fresh keys cannot grow memory past the budget and
-    /// never over-admits. Keys that already have state are decided as before. While its shard
-    /// is full, a key with no state is refused by `allowed` too, and `status` reports nothing
-    /// remaining with a `retry_after_ticks` of one window plus the lateness tolerance (when
-    /// the keys created up to now may be idle). `hit` always records (it is the caller's own
+    /// takes a budget step: up to 64 looks at its keys due by the call's `now`, removing those
+    /// idle by `now` minus the lateness tolerance, as `remove_idle(now)` would in that shard
+    /// (a key fresh only above the removal floor leaves a tombstone, so no call within the
+    /// tolerance of that `now` loses a hit it needs). If the shard is still full, the call is
+    /// **refused** and no state is created, so a flood of fresh keys cannot grow memory past
+    /// the budget and never over-admits. Keys that already have state are decided as before.
+    /// While its shard is full, a key with no state is refused by `allowed` too, and `status`
+    /// reports nothing remaining with a `retry_after_ticks` of one refusal reach plus the
+    /// lateness tolerance (`W + D` for the exact log, `W + (L + 1)·w + D` for rolling
+    /// buckets): a key retried then is admitted if the shard's keys were not used in between,
+    /// each being idle by then. A full budget so trusts the refused caller's clock for its own
+    /// shard's idle keys: a clock far ahead can make them go early, each then refused below
+    /// its tombstone, never over-admitted. `hit` always records (it is the caller's own
     /// accounting, not a decision), so it may create state past the budget.
     ///
     /// Default: no budget (`usize::MAX`). What a key costs depends on the limit (an exact
@@ -528,8 +534,8 @@ impl<W: Algorithm> KeyPolicy<W> {
     }
 
     /// The watermark a key with no state answers with, given its removal watermark: while
-    /// its shard's budget is full (`full`), it is refused until one window plus the lateness
-    /// tolerance from `now` (see [`Options::max_keys`]).
+    /// its shard's budget is full (`full`), it is refused until one refusal reach plus the
+    /// lateness tolerance from `now` (see [`Options::max_keys`]).
     fn unknown_key_watermark(&self, removal_watermark: u64, full: bool, now: u64) -> u64 {
         if full {
             removal_watermark.max(
