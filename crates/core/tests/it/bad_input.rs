@@ -3,7 +3,7 @@
 //!
 //! The rule: a far-future tick is a valid tick. It counts as a live hit of its own key until
 //! that tick + W, so that key's ordinary calls see one more hit. The removal floor rises only
-//! to the *observed* time (the oldest of the last eight sampled key creations) minus D, so an
+//! to the *observed* time (the lower quartile of the recent sampled key creations) minus D, so an
 //! automatic sweep step at a far-future `now` forgets only what is fresh by that floor.
 //! `remove_idle` at a far-future `now` may forget every key idle by then, and each removed key
 //! whose state was fresh only above the floor keeps a tombstone at its own newest hit + W:
@@ -41,8 +41,8 @@ fn a_far_future_timestamp_does_not_refuse_later_ordinary_calls() {
         assert_eq!(limiter.tracked_keys(), 63, "{name}");
         let bad = key(1000);
         // The 64th key reaches the floor at 2^60: its sweep step removes only what is fresh
-        // by the floor, which rose to the observed time (1056, the oldest of the last eight
-        // creations) minus W, not to 2^60 - W: no ordinary key is fresh by 956.
+        // by the floor, which rose to the observed time (1016, the lower quartile of the 64
+        // creations) minus W, not to 2^60 - W: no ordinary key is fresh by 916.
         assert!(limiter.check_and_hit(&bad, FAR_FUTURE), "{name}");
         assert_eq!(limiter.tracked_keys(), 64, "{name}: nothing was forgotten");
         // Each key still answers by its own hit: refused below its newest hit + W, admitted

@@ -242,8 +242,8 @@ fn watermarks_are_per_key_not_global() {
 #[test]
 fn automatic_sweep_runs_on_the_inserting_call_after_its_own_operation() {
     // Floor 4, one shard: from the 4th key on, every insert takes a sweep step at its own
-    // `now`, after recording its hit, and removes what is fresh by the floor: min(now, the
-    // oldest of the last eight creations) - D.
+    // `now`, after recording its hit, and removes what is fresh by the floor: the lower
+    // quartile of the creations so far, minus D.
     let options = Options::default().sweep_floor_keys(4).key_shards(1);
     for_each_variant::<u32>(limit(1, 10), options, |name, limiter| {
         limiter.hit(&1, 0);
