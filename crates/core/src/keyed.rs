@@ -408,6 +408,12 @@ impl SweepBounds {
         (idle_from > self.floor).then_some(idle_from)
     }
 
+    /// Whether a key removed within these bounds may need a tombstone: only when the horizon
+    /// lies above the floor (`remove_idle`, a budget step), never for the automatic sweep.
+    fn may_leave_tombstones(self) -> bool {
+        self.horizon > self.floor
+    }
+
     /// Whether a tombstone at `idle_from` is covered by the floor and can go.
     fn drops_tombstone(self, idle_from: u64) -> bool {
         idle_from <= self.floor

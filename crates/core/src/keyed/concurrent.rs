@@ -596,6 +596,10 @@ where
             }
             match entry.retire_or_hint(bounds.horizon()) {
                 Ok(fresh_from) => {
+                    if !bounds.may_leave_tombstones() {
+                        // The automatic sweep's common case: nothing more to do.
+                        return true;
+                    }
                     // Written before the unlink (papaya unlinks after this verdict), so that
                     // whoever re-creates the key finds it, as in `sweep_shard`.
                     tombstone = bounds.tombstone_for(fresh_from);

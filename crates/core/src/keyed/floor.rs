@@ -36,7 +36,8 @@
 //! Both words are limiter-wide, and both are written rarely: the observed clock by one key
 //! creation in [`crate::keyed::OBSERVE_EVERY`] per shard (every shard's first included), and
 //! its quartile recounted at one sample in [`RECOUNT_EVERY`] (a copy and a selection of 256
-//! words, a microsecond or two, amortised to a few instructions per creation). A per-shard
+//! words, about 8,000 instructions, a few microseconds: about 16 instructions per creation
+//! with many shards, where one creation in eight is sampled). A per-shard
 //! clock would be stale wherever a shard creates keys seldom, and a sample small enough to
 //! read at every sweep step is one a caller making half of the keys fills by chance (the
 //! oldest of eight samples, the rule before this one, was moved by such a caller within a few
@@ -59,7 +60,7 @@ pub const OBSERVED_SAMPLES: usize = if cfg!(slidelimit_loom) { 8 } else { 256 };
 
 /// The observed clock recounts its quartile at each of its first this many samples, then at
 /// one sample in this many.
-pub const RECOUNT_EVERY: usize = 32;
+pub const RECOUNT_EVERY: usize = 64;
 
 /// Marks an observation slot not yet written (the identity of `min`).
 const UNOBSERVED: u64 = u64::MAX;

@@ -439,7 +439,10 @@ fn look<K: Hash + Eq + Clone, W: Algorithm>(
     // and one hash and probe each beats a lookup followed by a removal.
     match windows.remove_entry(key) {
         Some((key, (window, _, _))) if window.is_idle_by(bounds.horizon()) => {
-            match bounds.tombstone_for(window.idle_from()) {
+            // The automatic sweep's bounds leave no tombstone: no second pass over the window
+            // for the tick it is fresh from.
+            let fresh_from = bounds.may_leave_tombstones().then(|| window.idle_from());
+            match fresh_from.and_then(|fresh_from| bounds.tombstone_for(fresh_from)) {
                 Some(idle_from) => {
                     let tombstone = tombstones.entry(key).or_insert(idle_from);
                     *tombstone = (*tombstone).max(idle_from);

@@ -125,7 +125,7 @@ fn never_seen_keys_are_admitted_after_remove_idle_far_ahead() {
             assert!(limiter.allowed(&key(4_999), 15_999), "{name}");
             // Key 0 (fresh from 10999) is below the floor: the observed time minus W. With
             // one shard every creation is sampled, and the last recount (at the 4,992nd
-            // creation, one in 32) took the lower quartile of creations 4,736..=4,991: 14,800,
+            // creation, one in 64) took the lower quartile of creations 4,736..=4,991: 14,800,
             // so the floor is 13,800. With more shards, the quartile of the sampled creations
             // (every shard's first, then one in eight), at most the last creation's. No
             // tombstone; the floor rules.

@@ -5,8 +5,8 @@
 //! It is written to be obviously right, not fast: every query scans the whole log. The
 //! limiters must match it exactly, watermarks included: the removal floor (raised by a sweep
 //! at `now` to `min(now, observed time) - D`, the observed time being the lower quartile of
-//! the last 256 key creations' `now`s at or above the floor, recounted at each of the first 32
-//! and every 32nd after), each tracked key's watermark fixed when it was created, and the
+//! the last 256 key creations' `now`s at or above the floor, recounted at each of the first 64
+//! and every 64th after), each tracked key's watermark fixed when it was created, and the
 //! tombstones of keys removed while fresh only above the floor.
 //!
 //! The automatic sweep is the limiters' due queue, in the one shard the checked limiters run
@@ -19,6 +19,7 @@
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::Hash;
 
+use slidelimit::keyed::floor;
 use slidelimit::{Options, Status};
 
 /// `u64::MAX` and `u64::MAX - 1` are treated as this tick (the limiters' `MAX_TICK`).
@@ -300,17 +301,17 @@ impl<K: Hash + Eq + Clone> Reference<K> {
         if now < self.floor {
             return;
         }
-        if self.creations.len() == 256 {
+        if self.creations.len() == floor::OBSERVED_SAMPLES {
             self.creations.pop_front();
         }
         self.creations.push_back(clamp(now));
         let index = self.samples_taken;
         self.samples_taken += 1;
-        if index < 32 || index % 32 == 31 {
+        if floor::recounts_at(index) {
             let mut sorted: Vec<u64> = self.creations.iter().copied().collect();
             sorted.sort_unstable();
             // The latest tick that three quarters of the samples reached.
-            self.observed = Some(sorted[sorted.len() / 4]);
+            self.observed = Some(sorted[floor::quartile_rank(sorted.len())]);
         }
     }
 
