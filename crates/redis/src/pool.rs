@@ -2,13 +2,14 @@
 //!
 //! # One deadline per call
 //! A call's deadline is fixed when it starts, and everything the call does spends it:
-//! taking a pooled connection or connecting (each resolved address in turn, with what is
-//! left), the handshake (`AUTH`, `SELECT`), loading the script and the script call. Nothing
-//! waits past it: a connection speaks RESP itself over a plain socket (the `redis` crate's
-//! parser decodes the replies), and every blocking read or write waits at most [`SLICE`]
-//! before it looks at the deadline again. So a call ends within the timeout plus the
-//! lateness of one short socket wait, a kernel tick or two (`tests/it/timeouts.rs` asserts
-//! the timeout plus 200 ms and measures 408 ms at 400 ms, on a 250 Hz kernel).
+//! taking a pooled connection or connecting (resolving the host name, then each resolved
+//! address in turn, each with a share of what is left), the handshake (`AUTH`, `SELECT`),
+//! loading the script and the script call, and at most one retry (below). Nothing waits
+//! past it: a connection speaks RESP itself over a plain socket (the `redis` crate's parser
+//! decodes the replies), and every blocking read or write waits at most [`SLICE`] before it
+//! looks at the deadline again. So a call ends within the timeout plus the lateness of one
+//! short socket wait, a kernel tick or two (`tests/it/timeouts.rs` asserts the timeout plus
+//! 200 ms and measures 408 ms at 400 ms, on a 250 Hz kernel).
 //!
 //! Two things the `redis` crate's blocking connection does, and this one does not:
 //! - its handshake sends `CLIENT SETINFO` twice in one pipeline and reads each reply with the
@@ -20,22 +21,39 @@
 //!   2.1 s timeout fired after 2.30 s on the test machine), where a wait of at most
 //!   [`SLICE`] fires within a tick or two.
 //!
-//! Not bounded: resolving a host name (the system resolver's own timeouts apply; give an
-//! address, or a name the resolver answers locally) and connecting a Unix socket (local).
+//! Two waits std gives no timeout for run on a helper thread that the call waits for until
+//! its deadline (see [`Pool::on_helper`]): resolving a host name (`getaddrinfo` waits out
+//! the system resolver's own timeouts) and connecting a Unix socket (which blocks while the
+//! server's listen backlog is full: a stopped server held a call for more than 48 s).
 //! The connection speaks RESP2 and does not name itself (no `HELLO`, no `CLIENT SETINFO`);
 //! a `protocol` in the URL is ignored, TLS (`rediss://`) is refused.
 //!
+//! # Which connections are reused
 //! A connection goes back to the pool only if its call ended cleanly: after a timeout or an
-//! I/O error it may still hold a late reply, so it is dropped and never read again.
+//! I/O error it may still hold a late reply, so it is dropped and never read again. One that
+//! answered `READONLY`, `LOADING` or `MASTERDOWN` reaches a server that no longer takes
+//! (or cannot yet take) the scripts' writes, a demoted primary after a failover most often:
+//! it is dropped, and with it every connection opened before it (see
+//! [`Pool::generation`]), so that the next calls dial the address again. A pooled
+//! connection is checked before reuse: one whose server closed it (a restart, the server's
+//! idle `timeout`) has its end of file waiting, and is dropped. A call whose pooled
+//! connection fails all the same (closed while the call was on its way, or answering as
+//! above) is retried once on a new connection, within its deadline (see
+//! [`Pool::eval_by`] for why that is safe).
+//!
+//! # Atomic orderings
+//! All `Relaxed`: a statistics counter, a soft cap on stranded helper threads (each helper
+//! counts itself out under the lock it shares with its caller, which counted it in), and a
+//! generation tag that only tells old connections from new; none of them publishes data.
 
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 #[cfg(unix)]
 use std::os::unix::net::UnixStream;
 #[cfg(unix)]
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use redis::{ConnectionAddr, FromRedisValue, IntoConnectionInfo, Parser, RedisError};
@@ -52,6 +70,13 @@ const MAX_IDLE: usize = 64;
 /// highest common tick rate, 1000 Hz), long enough that a wait for a stalled server wakes
 /// only 20 times a second.
 const SLICE: Duration = Duration::from_millis(50);
+
+/// At most this many helper threads (see [`Pool::on_helper`]) may be left waiting by calls
+/// that gave up on them; while that many are, a call that needs one fails at once. A helper
+/// is left behind only when its wait outlasted a whole deadline, and a new one for the same
+/// address would most likely wait the same way (a full listen backlog, a resolver that does
+/// not answer): more threads would only pile up.
+const MAX_STRANDED: usize = 4;
 
 /// Where the pool connects.
 #[derive(Debug)]
@@ -78,6 +103,14 @@ pub(crate) struct Pool {
     idle: Mutex<Vec<Connection>>,
     timeout: Duration,
     round_trips: AtomicU64,
+    /// Helper threads whose callers gave up on them, still blocked (see
+    /// [`Self::on_helper`]); shared with the helpers, which count themselves out.
+    stranded: Arc<AtomicUsize>,
+    /// Bumped when a connection answers that its server does not take writes (see
+    /// [`retire_all`]): every connection opened under an older value is dropped rather than
+    /// reused, since it was most likely opened to the same server (the address resolved
+    /// then, a Unix socket path before it was pointed elsewhere).
+    generation: AtomicU64,
 }
 
 impl std::fmt::Debug for Pool {
@@ -102,6 +135,26 @@ fn left(deadline: Instant, timeout: Duration) -> Result<Duration, Error> {
     } else {
         Ok(left)
     }
+}
+
+/// Whether a server error says that the connection's server does not take the scripts'
+/// writes now: a replica (`READONLY`: a primary demoted by a failover keeps its clients'
+/// connections), or one still loading its data (`LOADING`) or cut off from its primary
+/// (`MASTERDOWN`). Such a connection is not reused (see [`Pool::generation`]).
+fn retire_all(result: &Result<impl Sized, Error>) -> bool {
+    matches!(
+        result,
+        Err(Error::Server(err)) if matches!(err.code(), Some("READONLY" | "LOADING" | "MASTERDOWN"))
+    )
+}
+
+/// What a helper thread (see [`Pool::on_helper`]) and the call waiting for it share.
+enum Handoff<T> {
+    Running,
+    Done(T),
+    /// The call's deadline passed first: the helper drops its result and counts itself out
+    /// of [`Pool::stranded`].
+    Abandoned,
 }
 
 impl Pool {
@@ -133,6 +186,8 @@ impl Pool {
             idle: Mutex::new(Vec::new()),
             timeout,
             round_trips: AtomicU64::new(0),
+            stranded: Arc::new(AtomicUsize::new(0)),
+            generation: AtomicU64::new(0),
         })
     }
 
@@ -152,42 +207,137 @@ impl Pool {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Runs `work` on a helper thread and waits for its result until `deadline`: for the
+    /// blocking calls std gives no timeout for (resolving a host name, connecting a Unix
+    /// socket). When the deadline passes first, the call gets the timeout error and the
+    /// helper runs on, stranded, until its blocking call returns by itself (the server
+    /// accepts, or goes away; the resolver answers); then it drops what it got. At most
+    /// [`MAX_STRANDED`] are left so: past that, calls fail at once with a connection error
+    /// instead of leaving more threads behind.
+    fn on_helper<T: Send + 'static>(
+        &self,
+        deadline: Instant,
+        what: &str,
+        work: impl FnOnce() -> io::Result<T> + Send + 'static,
+    ) -> Result<T, Error> {
+        let timeout = self.timeout;
+        left(deadline, timeout)?;
+        // Relaxed: a soft cap; the count publishes nothing.
+        let stranded = self.stranded.load(Ordering::Relaxed);
+        if stranded >= MAX_STRANDED {
+            return Err(Error::Connection(
+                io::Error::other(format!(
+                    "{what}: {stranded} earlier tries are still blocked past their deadline"
+                ))
+                .into(),
+            ));
+        }
+        let shared = Arc::new((Mutex::new(Handoff::Running), Condvar::new()));
+        let helper_shared = Arc::clone(&shared);
+        let helper_stranded = Arc::clone(&self.stranded);
+        std::thread::Builder::new()
+            .name("slidelimit-connect".into())
+            .spawn(move || {
+                let result = work();
+                let (slot, done) = &*helper_shared;
+                let mut slot = slot
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if matches!(*slot, Handoff::Abandoned) {
+                    // Relaxed: see the load; the caller counted this helper in under the
+                    // same lock, so this never goes below zero.
+                    helper_stranded.fetch_sub(1, Ordering::Relaxed);
+                } else {
+                    *slot = Handoff::Done(result);
+                    done.notify_one();
+                }
+            })
+            .map_err(|err| Error::Connection(err.into()))?;
+        let (slot, done) = &*shared;
+        let mut slot = slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        loop {
+            // Only this loop sets `Abandoned`: what it takes out is `Running` or `Done`.
+            if let Handoff::Done(result) = std::mem::replace(&mut *slot, Handoff::Running) {
+                return result.map_err(|err| Error::Connection(err.into()));
+            }
+            let wait = deadline.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                *slot = Handoff::Abandoned;
+                // Relaxed: see the load.
+                self.stranded.fetch_add(1, Ordering::Relaxed);
+                return Err(timed_out(timeout));
+            }
+            slot = done
+                .wait_timeout(slot, wait)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// The addresses `host` resolves to, by `deadline`: a literal address at once, a name
+    /// on a helper thread (the system resolver may wait seconds for a server that does not
+    /// answer).
+    fn resolve(&self, host: &str, port: u16, deadline: Instant) -> Result<Vec<SocketAddr>, Error> {
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            return Ok(vec![SocketAddr::new(ip, port)]);
+        }
+        let name = host.to_owned();
+        let addresses = self.on_helper(deadline, &format!("resolving {host}"), move || {
+            (name.as_str(), port)
+                .to_socket_addrs()
+                .map(Iterator::collect::<Vec<_>>)
+        })?;
+        if addresses.is_empty() {
+            return Err(Error::Connection(
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("{host} resolves to no address"),
+                )
+                .into(),
+            ));
+        }
+        Ok(addresses)
+    }
+
+    /// A TCP connection to the first of `addresses` that accepts by `deadline`. Each try
+    /// gets an even share of the time left (the last one all of it), so an address that
+    /// drops connection attempts (an unreachable family, a host that is down) does not take
+    /// the whole budget from the ones after it.
+    fn connect_tcp(&self, addresses: &[SocketAddr], deadline: Instant) -> Result<TcpStream, Error> {
+        let timeout = self.timeout;
+        let mut last_error = None;
+        for (tried, address) in addresses.iter().enumerate() {
+            let tries_left = u32::try_from(addresses.len() - tried).unwrap_or(u32::MAX);
+            let share = left(deadline, timeout)? / tries_left;
+            // A share rounded down to nothing still gets a try (connect_timeout refuses 0).
+            match TcpStream::connect_timeout(address, share.max(Duration::from_micros(1))) {
+                Ok(stream) => return Ok(stream),
+                Err(err) => last_error = Some(err),
+            }
+        }
+        match last_error {
+            _ if Instant::now() >= deadline => Err(timed_out(timeout)),
+            Some(err) => Err(Error::Connection(err.into())),
+            None => Err(Error::Connection(
+                io::Error::new(io::ErrorKind::NotFound, "no address to connect to").into(),
+            )),
+        }
+    }
+
     /// A new connection, connected and through its handshake by `deadline`.
     fn connect(&self, deadline: Instant) -> Result<Connection, Error> {
         let timeout = self.timeout;
+        // Read before dialing: a connection opened after a bump of the generation carries
+        // the new one.
+        // Relaxed: the generation only tells connections apart; nothing is published with
+        // it, and a connection that misses a concurrent bump is merely dropped later.
+        let generation = self.generation.load(Ordering::Relaxed);
         let stream = match &self.address {
             Address::Tcp { host, port } => {
-                let addresses = (host.as_str(), *port)
-                    .to_socket_addrs()
-                    .map_err(|err| Error::Connection(err.into()))?;
-                let mut last_error = None;
-                let mut connected = None;
-                // Each address gets only what the earlier ones left.
-                for address in addresses {
-                    match TcpStream::connect_timeout(&address, left(deadline, timeout)?) {
-                        Ok(stream) => {
-                            connected = Some(stream);
-                            break;
-                        }
-                        Err(err) => last_error = Some(err),
-                    }
-                }
-                let stream = match (connected, last_error) {
-                    (Some(stream), _) => stream,
-                    (None, Some(_)) if Instant::now() >= deadline => {
-                        return Err(timed_out(timeout))
-                    }
-                    (None, Some(err)) => return Err(Error::Connection(err.into())),
-                    (None, None) => {
-                        return Err(Error::Connection(
-                            io::Error::new(
-                                io::ErrorKind::NotFound,
-                                format!("{host} resolves to no address"),
-                            )
-                            .into(),
-                        ))
-                    }
-                };
+                let addresses = self.resolve(host, *port, deadline)?;
+                let stream = self.connect_tcp(&addresses, deadline)?;
                 // Every call is one small request awaiting its reply.
                 stream
                     .set_nodelay(true)
@@ -195,12 +345,18 @@ impl Pool {
                 Stream::Tcp(stream)
             }
             #[cfg(unix)]
-            Address::Unix(path) => Stream::Unix(
-                UnixStream::connect(path).map_err(|err| Error::Connection(err.into()))?,
-            ),
+            Address::Unix(path) => {
+                let dial = path.clone();
+                Stream::Unix(self.on_helper(
+                    deadline,
+                    &format!("connecting {}", path.display()),
+                    move || UnixStream::connect(dial),
+                )?)
+            }
         };
         let mut con = Connection {
             stream,
+            generation,
             read_wait: None,
             write_wait: None,
             parser: Parser::new(),
@@ -248,6 +404,18 @@ impl Pool {
     /// [`Self::eval`] by an earlier `deadline`, on a pooled or new connection (a caller that
     /// already waited, for example for a lease's renewal, spends only what is left of its
     /// timeout).
+    ///
+    /// A pooled connection that fails with a connection error (its server closed it while
+    /// the call was on its way: a restart, an idle timeout, a NAT that forgot it) or that
+    /// answers as [`retire_all`] says (a failover demoted its server) gets the call retried
+    /// once, on a new connection, within the same deadline. Retrying is safe although the
+    /// lost request may have run: every script here only ever records more when run twice,
+    /// never less (`check` and `hit` record their hits again, `take` grants a second lease
+    /// whose first nobody holds, its give-back removes named members, which removes nothing
+    /// the second time; `status` writes nothing that counts). So a repeated request can
+    /// refuse a later caller early, until the extra hits leave the window, but never admit
+    /// more than the limit. A timeout is not retried: the server may be slow rather than
+    /// gone, and a second try would double its load when it can least take it.
     pub(crate) fn eval_by<T: FromRedisValue>(
         &self,
         deadline: Instant,
@@ -256,25 +424,58 @@ impl Pool {
         args: &[&str],
     ) -> Result<T, Error> {
         left(deadline, self.timeout)?;
-        let pooled = self.idle().pop();
-        let mut con = match pooled {
-            Some(con) => con,
-            None => self.connect(deadline)?,
+        let (mut con, pooled) = match self.take_idle() {
+            Some(con) => (con, true),
+            None => (self.connect(deadline)?, false),
         };
-        let result = self.eval_on(&mut con, deadline, script, keys, args);
+        let mut result = self.eval_on(&mut con, deadline, script, keys, args);
+        if retire_all(&result) {
+            // Relaxed: see `connect`.
+            self.generation.fetch_add(1, Ordering::Relaxed);
+        }
+        let retry = pooled && (retire_all(&result) || matches!(result, Err(Error::Connection(_))));
+        if retry {
+            drop(con);
+            con = self.connect(deadline)?;
+            result = self.eval_on(&mut con, deadline, script, keys, args);
+            if retire_all(&result) {
+                // Relaxed: see `connect`.
+                self.generation.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.put_back(con, &result);
+        result
+    }
+
+    /// The most recently used idle connection still fit for a call: connections of an
+    /// older generation, and those whose server closed them, are dropped on the way.
+    fn take_idle(&self) -> Option<Connection> {
+        loop {
+            let con = self.idle().pop()?;
+            // Relaxed: see `connect`.
+            if con.generation == self.generation.load(Ordering::Relaxed) && con.is_open() {
+                return Some(con);
+            }
+        }
+    }
+
+    /// Keeps `con` for a later call if its call left it in step with its server.
+    fn put_back<T>(&self, con: Connection, result: &Result<T, Error>) {
         // A server error (the script raised, NOSCRIPT handled below) leaves the connection
-        // in step; a timeout, an I/O error or a reply of the wrong shape may not.
-        let reusable = match &result {
-            Ok(_) | Err(Error::Server(_)) => true,
+        // in step, unless it says that the server no longer takes writes; a timeout, an
+        // I/O error or a reply of the wrong shape may not leave it in step.
+        let reusable = match result {
+            Ok(_) => true,
+            Err(Error::Server(_)) => !retire_all(result),
             Err(_) => false,
         };
-        if reusable {
+        // Relaxed: see `connect`.
+        if reusable && con.generation == self.generation.load(Ordering::Relaxed) {
             let mut idle = self.idle();
             if idle.len() < MAX_IDLE {
                 idle.push(con);
             }
         }
-        result
     }
 
     fn eval_on<T: FromRedisValue>(
@@ -326,12 +527,40 @@ enum Stream {
 /// them again), and the parser holding any bytes read past a reply.
 struct Connection {
     stream: Stream,
+    /// [`Pool::generation`] when it was opened.
+    generation: u64,
     read_wait: Option<Duration>,
     write_wait: Option<Duration>,
     parser: Parser,
 }
 
 impl Connection {
+    /// Whether the server has neither closed the connection nor sent anything unasked: one
+    /// read that does not wait. An idle connection has nothing to read; an end of file
+    /// (the server restarted, or closed it after its idle `timeout`), a reset, or stray
+    /// bytes (out of step) all make it unfit. Three system calls on every reuse: 0.7-0.8 µs
+    /// on the 2-core test machine, against 10.5-13 µs for a bare `PING` round trip over
+    /// loopback (20,000 of each, three runs; a script call takes longer still). Without it,
+    /// each connection closed while pooled cost a failed write and read before the retry.
+    fn is_open(&self) -> bool {
+        fn probe(mut stream: impl Read, set_nonblocking: impl Fn(bool) -> io::Result<()>) -> bool {
+            if set_nonblocking(true).is_err() {
+                return false;
+            }
+            let open = matches!(
+                stream.read(&mut [0; 1]),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock
+            );
+            // A socket left nonblocking would make the next read fail at once: dropped.
+            set_nonblocking(false).is_ok() && open
+        }
+        match &self.stream {
+            Stream::Tcp(tcp) => probe(tcp, |on| tcp.set_nonblocking(on)),
+            #[cfg(unix)]
+            Stream::Unix(unix) => probe(unix, |on| unix.set_nonblocking(on)),
+        }
+    }
+
     /// Sends `cmd` and reads its reply, by `deadline`.
     fn query<T: FromRedisValue>(
         &mut self,
@@ -459,5 +688,40 @@ impl Write for Deadlined<'_> {
     fn flush(&mut self) -> io::Result<()> {
         // Unbuffered: every write went to the socket.
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The share of the time each resolved address gets (a host name with several
+    //! addresses cannot be made on loopback by a test: the addresses are given directly).
+
+    use std::net::{TcpListener, TcpStream};
+    use std::time::{Duration, Instant};
+
+    use super::Pool;
+
+    /// An address that drops connection attempts (a host that is down, a family with no
+    /// route) takes only its share: the next address still connects within the deadline.
+    #[test]
+    fn an_address_that_drops_connects_leaves_time_for_the_next() {
+        // A listener that never accepts, its backlog filled: Linux drops further SYNs, so a
+        // connect to it waits out its whole timeout.
+        let full = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let dropping = full.local_addr().expect("address");
+        let mut held = Vec::new();
+        while let Ok(stream) = TcpStream::connect_timeout(&dropping, Duration::from_millis(50)) {
+            held.push(stream);
+            assert!(held.len() < 10_000, "the backlog never filled");
+        }
+        let open = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let accepting = open.local_addr().expect("address");
+
+        let timeout = Duration::from_millis(400);
+        let pool = Pool::new("redis://127.0.0.1:1/", timeout).expect("pool");
+        let deadline = Instant::now() + timeout;
+        let connected = pool.connect_tcp(&[dropping, accepting], deadline);
+        let stream = connected.expect("the second address connects in what the first left");
+        assert_eq!(stream.peer_addr().expect("peer"), accepting);
     }
 }
