@@ -5,9 +5,14 @@
 //! One TCP connection carries every task's calls, pipelined; each call waits for its own
 //! reply under `tokio::time::timeout`, so a slow or paused server costs a caller at most the
 //! configured timeout. A late reply is matched to the call that timed out and dropped, never
-//! read as another call's. After a connection or timeout error the connection is replaced
-//! on the next call (a restarted server gets a fresh connection and, on `NOSCRIPT`, the
-//! script again).
+//! read as another call's. After a connection or timeout error, or a `READONLY` answer,
+//! the connection is replaced on the next call (a restarted server gets a fresh connection
+//! and, on `NOSCRIPT`, the script again; a name that now leads to a new primary is looked up
+//! again); concurrent callers share the one new connection. A call that meets a connection
+//! found broken or answering `READONLY` runs once more on a new one, so that no call fails
+//! once the restarted server answers or the name leads to the new primary (a call in flight
+//! when the connection broke may then be recorded twice: capacity wasted, never an
+//! over-admission). Connections are made with `TCP_NODELAY`.
 //!
 //! # Redis Cluster
 //! `AsyncRedisLimiter::cluster` (feature `cluster`) keeps a connection like that to each
@@ -16,18 +21,25 @@
 //! - A call computes its key's slot (CRC16 of the hash tag, as Redis does) and goes to that
 //!   slot's primary; it waits for no other node, and for nothing beyond its deadline.
 //! - `MOVED` corrects that slot's entry at once and the call follows it; `ASK` sends it once
-//!   to the importing node, after `ASKING`; `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN` and
-//!   `LOADING` repeat it after a short pause (2 ms, doubling to 50 ms) while its deadline
-//!   allows, and it fails with that answer ([`Error::Server`]) when the next pause would
-//!   not end in time.
+//!   to the importing node, after `ASKING` (whose own `MOVED`, `ASK` or `TRYAGAIN` is
+//!   followed the same way); `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`, `LOADING` and
+//!   `READONLY` (the node is a replica now; the map is read again) repeat it after a short
+//!   pause (2 ms, doubling to 50 ms) while its deadline allows, and it fails with that answer
+//!   ([`Error::Server`]) when the next pause would not end in time. At most five
+//!   redirections are followed between two pauses.
 //! - A node whose connection is refused, dropped or not answered within the timeout is left
 //!   alone for 100 ms: calls to its slots fail at once ([`Error::Connection`]). Then a call
 //!   starts a reconnection in the background, and calls keep failing at once until it
 //!   succeeds. Only the calls already waiting on the node when it failed wait for their
 //!   timeout.
-//! - Node failures, `MOVED` and `CLUSTERDOWN` ask for the map again: one background task
-//!   reads `CLUSTER SLOTS` from the nodes in turn (those with a working connection first),
-//!   at most once per 100 ms. No call waits for it except the first ones, which need a map.
+//! - Node failures, `MOVED`, `READONLY` and `CLUSTERDOWN` ask for the map again: one
+//!   background task reads `CLUSTER SLOTS` from the nodes in turn (those with a working
+//!   connection first, the first one asked turning from one reading to the next), at most
+//!   once per 100 ms. A map is taken only if it serves at least as many slots as the one in
+//!   use; else the next node is asked: a node outside the cluster (an empty map) or one that
+//!   lost track of it never replaces a good map. A range whose endpoint is NULL, empty or
+//!   `?` is the answering node's. No call waits for the reading except the first ones,
+//!   which need a map.
 //!
 //! `redis`'s own cluster client (`cluster_async`, 1.2) drives every node's calls from one
 //! task that dispatches nothing while it rebuilds its slot map or reconnects, and that
@@ -94,6 +106,7 @@ impl AsyncRedisLimiter {
     pub fn new(url: &str, limit: Limit, options: Options) -> Result<Self, Error> {
         let client = url
             .into_connection_info()
+            .map(connection::with_nodelay)
             .and_then(Client::open)
             .map_err(|err| Error::Config(err.to_string()))?;
         Self::with_backend(
@@ -124,7 +137,8 @@ impl AsyncRedisLimiter {
     /// the hits of that moment may be admitted again, at most one window's worth per key.
     ///
     /// # Errors
-    /// [`Error::Config`] if a URL does not parse, names a Unix socket or no URL is given.
+    /// [`Error::Config`] if a URL does not parse, names a Unix socket or a database other
+    /// than 0 (every cluster node refuses `SELECT`), or no URL is given.
     #[cfg(feature = "cluster")]
     pub fn cluster(nodes: &[&str], limit: Limit, options: Options) -> Result<Self, Error> {
         let cluster = cluster::Cluster::new(nodes, options.timeout_value())?;

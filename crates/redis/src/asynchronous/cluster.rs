@@ -17,7 +17,8 @@ use redis::{Client, ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInf
 use redis::{ServerErrorKind, Value};
 use tokio::time::Instant;
 
-use super::connection::{connect, eval_on};
+use super::connection::{connect, eval_on, with_nodelay};
+use crate::error::redact;
 use crate::limiter::Request;
 use crate::Error;
 
@@ -65,8 +66,11 @@ struct State {
 struct Refresh {
     running: bool,
     started: Option<Instant>,
-    /// Why the last reading failed (no node answered), for the calls waiting on it.
+    /// Why the last reading found no map (no node answered one), for the calls waiting on
+    /// it.
     failed: Option<RedisError>,
+    /// Turns the order in which the nodes are asked (see [`Cluster::refresh_now`]).
+    turn: usize,
 }
 
 struct Node {
@@ -105,16 +109,26 @@ impl Cluster {
         let mut nodes = Vec::new();
         let mut template = None;
         for url in urls {
+            // The URL as an error may quote it: without its password.
+            let shown = redact(url);
             let info = url
                 .into_connection_info()
-                .map_err(|err| Error::Config(format!("{url}: {err}")))?;
+                .map_err(|err| Error::Config(format!("{shown}: {err}")))?;
+            let db = info.redis_settings().db();
+            if db != 0 {
+                // Every node refuses SELECT in cluster mode, so each call would fail, as a
+                // connection error a failure policy would hide: refused here instead.
+                return Err(Error::Config(format!(
+                    "{shown}: database {db}: a Redis Cluster has only database 0"
+                )));
+            }
             let (host, port) = match info.addr() {
                 ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
                     (host.clone(), *port)
                 }
                 _ => {
                     return Err(Error::Config(format!(
-                        "{url}: a cluster node is reached over TCP"
+                        "{shown}: a cluster node is reached over TCP"
                     )))
                 }
             };
@@ -123,7 +137,7 @@ impl Cluster {
                 port,
                 link: Link::Idle,
             });
-            template.get_or_insert(info);
+            template.get_or_insert_with(|| with_nodelay(info));
         }
         let template =
             template.ok_or_else(|| Error::Config("no URL of a cluster node".to_owned()))?;
@@ -186,6 +200,11 @@ impl Cluster {
                     }
                     tokio::time::sleep_until(resume).await;
                     pause = (pause * 2).min(LAST_PAUSE);
+                    // A migrating slot answers `ASK`, then `TRYAGAIN` from the importing
+                    // node, until the migration ends: those redirections are bounded by the
+                    // deadline (each round pauses), not by the count meant for nodes that
+                    // disagree.
+                    redirections = 0;
                 }
                 Next::Fail(err) => return Err(err),
             }
@@ -236,6 +255,12 @@ impl Cluster {
                 Next::Pause(err)
             }
             ErrorKind::Server(ServerErrorKind::TryAgain | ServerErrorKind::BusyLoading) => {
+                Next::Pause(err)
+            }
+            ErrorKind::Server(ServerErrorKind::ReadOnly) => {
+                // The map named a node that is a replica now (a failover it has not seen
+                // yet): nothing was written; read the map again and ask its primary.
+                self.refresh_soon(&mut self.state());
                 Next::Pause(err)
             }
             _ if err.is_io_error() || err.is_connection_dropped() || err.is_timeout() => {
@@ -421,49 +446,87 @@ impl Cluster {
         }
     }
 
-    /// Starts a task reading the map (`CLUSTER SLOTS`) from the first node that answers:
-    /// those with a connection first, then those never tried, then those that failed,
-    /// longest ago first. Each node gets the timeout to answer.
+    /// Starts a task reading the map (`CLUSTER SLOTS`): from the nodes with a connection
+    /// first, then those never tried, then those that failed (longest ago first), each group
+    /// in an order that turns by one node per reading, so that no one node is always asked
+    /// first. Each node gets the timeout to answer.
+    ///
+    /// A map is taken only if it serves at least as many slots as the one in use (which a
+    /// node that is not in the cluster, or that lost track of it, does not: it answers an
+    /// empty map, or a part); otherwise the next node is asked. When no node gives such a
+    /// map, the one in use stays, or, without one yet, the largest non-empty map read.
     fn refresh_now(self: &Arc<Self>, state: &mut State) {
         state.refresh.running = true;
         state.refresh.started = Some(Instant::now());
-        let mut candidates: Vec<(u8, Option<Instant>, usize)> = state
+        let turn = state.refresh.turn;
+        state.refresh.turn = turn.wrapping_add(1);
+        let count = state.nodes.len().max(1);
+        let mut candidates: Vec<(u8, Option<Instant>, usize, usize)> = state
             .nodes
             .iter()
             .enumerate()
-            .filter_map(|(index, node)| match &node.link {
-                Link::Up { .. } => Some((0, None, index)),
-                Link::Idle => Some((1, None, index)),
-                Link::Down { since, .. } => Some((2, Some(*since), index)),
-                // Its own task is connecting; the reading does not wait for that.
-                Link::Connecting { .. } => None,
+            .filter_map(|(index, node)| {
+                let place = (index + count - turn % count) % count;
+                match &node.link {
+                    Link::Up { .. } => Some((0, None, place, index)),
+                    Link::Idle => Some((1, None, place, index)),
+                    Link::Down { since, .. } => Some((2, Some(*since), place, index)),
+                    // Its own task is connecting; the reading does not wait for that.
+                    Link::Connecting { .. } => None,
+                }
             })
             .collect();
         candidates.sort_unstable();
         let cluster = Arc::clone(self);
         tokio::spawn(async move {
             let mut failed = None;
-            for (_, _, node) in candidates {
-                match cluster.read_map(node).await {
-                    Ok(()) => {
-                        failed = None;
-                        break;
+            let mut fallback: Option<(usize, Ranges)> = None;
+            let mut taken = false;
+            for (_, _, _, node) in candidates {
+                let ranges = match cluster.read_map(node).await {
+                    Ok(ranges) => ranges,
+                    Err(err) => {
+                        failed = Some(err);
+                        continue;
                     }
-                    Err(err) => failed = Some(err),
+                };
+                let served = served(&ranges);
+                if served == 0 {
+                    failed = Some(RedisError::from((
+                        ErrorKind::ClusterConnectionNotFound,
+                        "a node answered a map that serves no slot",
+                    )));
+                    continue;
+                }
+                let mut state = cluster.state();
+                if served >= state.served() {
+                    state.install(&ranges);
+                    taken = true;
+                    break;
+                }
+                if fallback.as_ref().is_none_or(|(best, _)| served > *best) {
+                    fallback = Some((served, ranges));
                 }
             }
             let mut state = cluster.state();
+            if !taken && state.slots.is_empty() {
+                if let Some((_, ranges)) = fallback {
+                    state.install(&ranges);
+                }
+            }
             state.refresh.running = false;
-            state.refresh.failed = failed.or_else(|| {
-                state.slots.is_empty().then(|| {
+            state.refresh.failed = if state.slots.is_empty() {
+                Some(failed.unwrap_or_else(|| {
                     RedisError::from((ErrorKind::ClusterConnectionNotFound, "no node to ask"))
-                })
-            });
+                }))
+            } else {
+                None
+            };
         });
     }
 
     /// Reads the map from `node`, over its connection or a new one (kept if it works).
-    async fn read_map(self: &Arc<Self>, node: usize) -> Result<(), RedisError> {
+    async fn read_map(self: &Arc<Self>, node: usize) -> Result<Ranges, RedisError> {
         let (existing, info, host) = {
             let state = self.state();
             let entry = &state.nodes[node];
@@ -496,19 +559,38 @@ impl Cluster {
             let number = state.number();
             state.nodes[node].link = Link::Up { connection, number };
         }
-        let mut slots = vec![UNSERVED; SLOTS];
-        for (first, last, host, port) in ranges {
-            let node = u16::try_from(state.node(&host, port)).unwrap_or(UNSERVED);
-            for entry in &mut slots[usize::from(first)..=usize::from(last)] {
-                *entry = node;
-            }
-        }
-        state.slots = slots;
-        Ok(())
+        Ok(ranges)
     }
 }
 
+/// A `CLUSTER SLOTS` answer's primaries: `(first, last, host, port)` per range.
+type Ranges = Vec<(u16, u16, String, u16)>;
+
+/// How many slots `ranges` serve (a slot named twice counts once).
+fn served(ranges: &Ranges) -> usize {
+    let mut slots = vec![false; SLOTS];
+    for (first, last, _, _) in ranges {
+        slots[usize::from(*first)..=usize::from(*last)].fill(true);
+    }
+    slots.into_iter().filter(|&served| served).count()
+}
+
 impl State {
+    /// How many slots the map in use serves.
+    fn served(&self) -> usize {
+        self.slots.iter().filter(|&&node| node != UNSERVED).count()
+    }
+
+    /// Makes `ranges` the map in use.
+    fn install(&mut self, ranges: &Ranges) {
+        let mut slots = vec![UNSERVED; SLOTS];
+        for (first, last, host, port) in ranges {
+            let node = u16::try_from(self.node(host, *port)).unwrap_or(UNSERVED);
+            slots[usize::from(*first)..=usize::from(*last)].fill(node);
+        }
+        self.slots = slots;
+    }
+
     /// The index of the node at `host:port`, added if new.
     fn node(&mut self, host: &str, port: u16) -> usize {
         if let Some(index) = self
@@ -543,9 +625,9 @@ async fn wait(deadline: Instant) -> Option<()> {
 }
 
 /// The primaries' slot ranges in a `CLUSTER SLOTS` answer: `(first, last, host, port)`.
-/// Each entry is `[first, last, [host, port, id, …], replicas…]`; an empty host is the
-/// answering node's (`asked`), and an unknown one (`?`) leaves the range unserved.
-fn parse_slots(value: &Value, asked: &str) -> Result<Vec<(u16, u16, String, u16)>, RedisError> {
+/// Each entry is `[first, last, [host, port, id, …], replicas…]`; a host that is NULL,
+/// empty or unknown (`?`) is the answering node's (`asked`).
+fn parse_slots(value: &Value, asked: &str) -> Result<Ranges, RedisError> {
     let invalid = || RedisError::from((ErrorKind::Parse, "an unexpected CLUSTER SLOTS answer"));
     let Value::Array(entries) = value else {
         return Err(invalid());
@@ -566,6 +648,8 @@ fn parse_slots(value: &Value, asked: &str) -> Result<Vec<(u16, u16, String, u16)
         let host = match host {
             Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
             Value::SimpleString(text) => text.clone(),
+            // `cluster-preferred-endpoint-type unknown-endpoint`: the node that answered.
+            Value::Nil => String::new(),
             _ => return Err(invalid()),
         };
         let (Ok(first), Ok(last), Ok(port)) = (
@@ -578,11 +662,14 @@ fn parse_slots(value: &Value, asked: &str) -> Result<Vec<(u16, u16, String, u16)
         if first > last || usize::from(last) >= SLOTS {
             return Err(invalid());
         }
-        match host.as_str() {
-            "?" => {}
-            "" => ranges.push((first, last, asked.to_owned(), port)),
-            _ => ranges.push((first, last, host, port)),
-        }
+        // No endpoint (NULL), an empty one or an unknown one (`?`) is the answering node's,
+        // as `redis`'s own cluster client reads them: the node knows no better name for
+        // itself than the one it was reached by.
+        let host = match host.as_str() {
+            "" | "?" => asked.to_owned(),
+            _ => host,
+        };
+        ranges.push((first, last, host, port));
     }
     Ok(ranges)
 }
@@ -652,13 +739,20 @@ mod tests {
                 node("10.0.0.4", 7003),
             ]),
             Value::Array(vec![Value::Int(5461), Value::Int(10922), node("", 7001)]),
-            Value::Array(vec![Value::Int(10923), Value::Int(16383), node("?", 7002)]),
+            Value::Array(vec![Value::Int(10923), Value::Int(16000), node("?", 7002)]),
+            Value::Array(vec![
+                Value::Int(16001),
+                Value::Int(16383),
+                Value::Array(vec![Value::Nil, Value::Int(7003), Value::Nil]),
+            ]),
         ]);
         assert_eq!(
             parse_slots(&answer, "10.0.0.9").expect("parses"),
             vec![
                 (0, 5460, "10.0.0.1".to_owned(), 7000),
                 (5461, 10922, "10.0.0.9".to_owned(), 7001),
+                (10923, 16000, "10.0.0.9".to_owned(), 7002),
+                (16001, 16383, "10.0.0.9".to_owned(), 7003),
             ]
         );
         for bad in [

@@ -3,11 +3,12 @@
 //! serves its key's slot ([`super::cluster`]). Both run a script call the same way
 //! ([`eval_on`]). Every key of one limiter key shares a hash tag, so one call is one slot.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::{AsyncConnectionConfig, Client, RedisResult};
+use redis::{AsyncConnectionConfig, Client, ConnectionInfo, ErrorKind, RedisError, RedisResult};
+use redis::{FromRedisValue, ServerErrorKind, Value};
 use tokio::time::Instant;
 
 use crate::limiter::Request;
@@ -40,37 +41,118 @@ impl Backend {
 }
 
 /// One server: a multiplexed connection, made on the first call and replaced after a
-/// connection error or a timeout (the server may have restarted, or stopped answering).
+/// connection error, a timeout or a `READONLY` answer (the server may have restarted,
+/// stopped answering, or been demoted to a replica while its name now leads to the new
+/// primary).
+///
+/// A new connection is made by a task of its own, which every call that needs it waits for:
+/// after a reset, concurrent callers share one new connection instead of each opening one,
+/// and a call that gives up abandons nothing.
 pub(crate) struct Server {
     client: Client,
-    connection: Mutex<Option<MultiplexedConnection>>,
+    link: Arc<Mutex<Link>>,
+}
+
+/// The state of a [`Server`]'s connection.
+struct Link {
+    state: LinkState,
+    /// Numbers the connections (and the attempts at one), so that a failure seen on a
+    /// connection already replaced leaves its successor alone.
+    next: u64,
+}
+
+enum LinkState {
+    /// No connection: the next call starts one.
+    Idle,
+    /// The attempt with this number is under way.
+    Connecting(u64),
+    /// A connection, numbered as the attempt that made it.
+    Up(MultiplexedConnection, u64),
+    /// The attempt with this number failed: the calls that waited for it fail with this
+    /// error; the next call tries again.
+    Failed(u64, RedisError),
 }
 
 impl Server {
-    pub(crate) const fn new(client: Client) -> Self {
+    pub(crate) fn new(client: Client) -> Self {
         Self {
             client,
-            connection: Mutex::new(None),
+            link: Arc::new(Mutex::new(Link {
+                state: LinkState::Idle,
+                next: 0,
+            })),
         }
     }
 
-    async fn connection(&self, timeout: Duration) -> Result<MultiplexedConnection, Error> {
-        let cached = self
-            .connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(con) = cached {
-            return Ok(con);
+    fn link(&self) -> MutexGuard<'_, Link> {
+        self.link.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The connection and its number: the one in use, or the one a task is making (started
+    /// by this call if none is).
+    async fn connection(
+        &self,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<(MultiplexedConnection, u64), Error> {
+        let mut waiting_for = None;
+        let mut started = false;
+        loop {
+            {
+                let mut link = self.link();
+                match &link.state {
+                    LinkState::Up(con, number) => return Ok((con.clone(), *number)),
+                    LinkState::Connecting(attempt) => waiting_for = Some(*attempt),
+                    LinkState::Failed(attempt, err) if waiting_for == Some(*attempt) && started => {
+                        return Err(Error::from_redis(err.clone(), timeout));
+                    }
+                    // Idle, an older failure, or another call's attempt that failed: that one
+                    // may have begun long before this call (while the server was paused, say)
+                    // and says nothing of the server now, so this call makes its own.
+                    LinkState::Idle | LinkState::Failed(..) => {
+                        waiting_for = Some(self.start_connecting(&mut link, timeout));
+                        started = true;
+                    }
+                }
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Error::Timeout { after: timeout });
+            }
+            tokio::time::sleep_until((now + WAIT_STEP).min(deadline)).await;
         }
-        let con = connect(&self.client, timeout)
-            .await
-            .map_err(|err| Error::from_redis(err, timeout))?;
-        *self
-            .connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(con.clone());
-        Ok(con)
+    }
+
+    /// Starts a task making a new connection; its attempt's number.
+    fn start_connecting(&self, link: &mut Link, timeout: Duration) -> u64 {
+        link.next += 1;
+        let attempt = link.next;
+        link.state = LinkState::Connecting(attempt);
+        let (client, shared) = (self.client.clone(), Arc::clone(&self.link));
+        tokio::spawn(async move {
+            let connected = tokio::time::timeout(timeout, connect(&client, timeout))
+                .await
+                .unwrap_or_else(|_elapsed| {
+                    Err(RedisError::from(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "connecting took longer than the timeout",
+                    )))
+                });
+            let mut link = shared.lock().unwrap_or_else(PoisonError::into_inner);
+            link.state = match connected {
+                Ok(con) => LinkState::Up(con, attempt),
+                Err(err) => LinkState::Failed(attempt, err),
+            };
+        });
+        attempt
+    }
+
+    /// Drops connection `number` if it is still the one in use.
+    fn reset(&self, number: u64) {
+        let mut link = self.link();
+        if matches!(link.state, LinkState::Up(_, current) if current == number) {
+            link.state = LinkState::Idle;
+        }
     }
 
     async fn eval(
@@ -79,25 +161,52 @@ impl Server {
         deadline: Instant,
         timeout: Duration,
     ) -> Result<Vec<i64>, Error> {
-        let call = async {
-            let mut con = self.connection(timeout).await?;
-            eval_on(&mut con, request, false)
+        // A connection found in use may have died since its last call (a restart) or lead
+        // to a server demoted since (a failover behind the same name): a call that fails
+        // on it that way runs once more on a new connection, which finds the server as it
+        // is now. A call the old server never ran costs nothing twice; one it ran before
+        // its connection broke (a call in flight) is recorded twice at worst, which wastes
+        // capacity and never admits more.
+        let mut retried = false;
+        loop {
+            let (mut con, number) = self.connection(deadline, timeout).await?;
+            let result = tokio::time::timeout_at(deadline, eval_on(&mut con, request, false))
                 .await
-                .map_err(|err| Error::from_redis(err, timeout))
-        };
-        let result = tokio::time::timeout_at(deadline, call)
-            .await
-            .unwrap_or(Err(Error::Timeout { after: timeout }));
-        if matches!(result, Err(Error::Timeout { .. } | Error::Connection(_))) {
-            // Replace the connection on the next call: it may be dead (a restart) or hold a
-            // server that stopped answering.
-            *self
-                .connection
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = None;
+                .unwrap_or_else(|_elapsed| {
+                    Err(RedisError::from(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "no reply within the timeout",
+                    )))
+                });
+            let err = match result {
+                Ok(values) => return Ok(values),
+                Err(err) => err,
+            };
+            let read_only = err.kind() == ErrorKind::Server(ServerErrorKind::ReadOnly);
+            let broken = err.is_connection_dropped()
+                || (err.is_io_error() && !err.is_timeout() && !err.is_connection_refusal());
+            if read_only || broken || err.is_timeout() {
+                // Replace it on the next call: it may be dead, hold a server that stopped
+                // answering, or a replica.
+                self.reset(number);
+            }
+            if (read_only || broken) && !retried && Instant::now() < deadline {
+                retried = true;
+                continue;
+            }
+            return Err(Error::from_redis(err, timeout));
         }
-        result
     }
+}
+
+/// How often a call waiting for a new connection looks again.
+const WAIT_STEP: Duration = Duration::from_millis(1);
+
+/// `info` with `TCP_NODELAY` on: a call is one small write that waits for its reply, which
+/// Nagle's algorithm would hold back while an earlier call's reply is unacknowledged.
+pub(crate) fn with_nodelay(info: ConnectionInfo) -> ConnectionInfo {
+    let settings = info.tcp_settings().clone().set_nodelay(true);
+    info.set_tcp_settings(settings)
 }
 
 /// A multiplexed connection to `client`'s server, under `timeout` for connecting and for
@@ -164,11 +273,19 @@ async fn evalsha<C: ConnectionLike>(
     crate::metrics::round_trip();
     if asking {
         // One pipeline, so that no other call's command comes between the two on this
-        // shared connection.
+        // shared connection. Only `EVALSHA`'s reply is read, and its error as the server
+        // gave it (`MOVED`, `ASK`, `TRYAGAIN`, `NOSCRIPT`): a typed pipeline query would
+        // wrap it in a pipeline error that no caller recognizes.
         let mut pipe = redis::pipe();
-        pipe.cmd("ASKING").ignore().add_command(call);
-        let (values,): (Vec<i64>,) = pipe.query_async(con).await?;
-        Ok(values)
+        pipe.cmd("ASKING").add_command(call);
+        let reply = con
+            .req_packed_commands(&pipe, 1, 1)
+            .await?
+            .into_iter()
+            .next()
+            .unwrap_or(Value::Nil)
+            .extract_error()?;
+        Ok(Vec::<i64>::from_redis_value(reply)?)
     } else {
         call.query_async(con).await
     }

@@ -17,6 +17,7 @@ mod lease;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod multiprocess;
+mod production_async;
 mod production_blocking;
 mod recipe;
 mod server;
