@@ -53,7 +53,7 @@ use redis::{Client, IntoConnectionInfo};
 use slidelimit::{Limit, Status};
 
 use crate::failure::Verdict;
-use crate::limiter::{Op, Setup};
+use crate::limiter::{Op, Request, Setup};
 use crate::reply::Reply;
 use crate::{Decision, Error, Options};
 
@@ -61,7 +61,31 @@ use crate::{Decision, Error, Options};
 mod cluster;
 mod connection;
 
-use connection::Backend;
+/// Where the limiter's calls go: here, above both backends, so that neither module
+/// imports the other's parent.
+pub(crate) enum Backend {
+    /// One server (boxed: its client's settings dwarf the cluster's pointer).
+    Server(Box<connection::Server>),
+    /// A Redis Cluster, reached through any of its nodes.
+    #[cfg(feature = "cluster")]
+    Cluster(std::sync::Arc<cluster::Cluster>),
+}
+
+impl Backend {
+    /// Runs `request`'s script, giving up at `deadline` (`timeout` after the call began).
+    pub(crate) async fn eval(
+        &self,
+        request: &Request,
+        deadline: tokio::time::Instant,
+        timeout: Duration,
+    ) -> Result<Vec<i64>, Error> {
+        match self {
+            Self::Server(server) => server.eval(request, deadline, timeout).await,
+            #[cfg(feature = "cluster")]
+            Self::Cluster(cluster) => cluster.eval(request, deadline).await,
+        }
+    }
+}
 
 /// An async limiter of `N` per `W` per key on Redis; see the [module docs](self).
 ///
@@ -236,7 +260,7 @@ impl AsyncRedisLimiter {
 
     /// The failure policy's answer for middleware after `err` (see [`crate::decide`]).
     pub(crate) fn fallback_answer(&self, key: &str, err: &Error) -> slidelimit::Answer {
-        crate::decide::fallback_answer(self.setup.fallback(), key, err)
+        self.setup.fallback().answer_after(key, err)
     }
 
     /// [`Self::check_and_hit_n`] with the configured failure policy standing in when Redis

@@ -28,14 +28,10 @@ use std::time::Duration;
 
 use slidelimit::{Answer, Decide, Decision, Status};
 
-use crate::failure::Fallback;
 use crate::limiter::MICROSECOND;
-use crate::{AsyncRedisLimiter, Error, LeaseDecision, LeasedLimiter};
+use crate::{AsyncRedisLimiter, LeaseDecision, LeasedLimiter};
 
-/// The wait a fail-closed refusal suggests (`Retry-After` of the tower layer's 503): a
-/// restarting server is usually back within a second or two, and a client that retries
-/// sooner only adds load to an outage.
-pub const UNAVAILABLE_RETRY: Duration = Duration::from_secs(1);
+pub use crate::failure::UNAVAILABLE_RETRY;
 
 impl<K: Display + ?Sized> Decide<K> for AsyncRedisLimiter {
     /// One allocation per request for the key's text and the future: a round trip costs far
@@ -89,19 +85,6 @@ impl AsyncRedisLimiter {
                 windows: Some(decision.windows),
             },
             Err(err) => self.fallback_answer(key, &err),
-        }
-    }
-}
-
-/// The failure policy's answer after `err`; an error that is not the backend's (a caller
-/// clock out of range) refuses as unavailable.
-pub(crate) fn fallback_answer(fallback: &Fallback, key: &str, err: &Error) -> Answer {
-    if err.is_backend_failure() {
-        fallback.answer(key)
-    } else {
-        Answer::Undecided {
-            admitted: false,
-            retry_after: UNAVAILABLE_RETRY,
         }
     }
 }

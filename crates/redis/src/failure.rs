@@ -21,6 +21,11 @@ use slidelimit::{Clock, Limit, LockFreeLimiter};
 
 use crate::Error;
 
+/// The wait a fail-closed refusal suggests (`Retry-After` of the tower layer's 503): a
+/// restarting server is usually back within a second or two, and a client that retries
+/// sooner only adds load to an outage.
+pub const UNAVAILABLE_RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What to answer when Redis gives no decision (see the [module docs](self)).
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -144,8 +149,22 @@ impl Fallback {
                 crate::metrics::fallback("fail_closed", false);
                 Answer::Undecided {
                     admitted: false,
-                    retry_after: crate::decide::UNAVAILABLE_RETRY,
+                    retry_after: UNAVAILABLE_RETRY,
                 }
+            }
+        }
+    }
+
+    /// The policy's answer for middleware after `err`; an error that is not the backend's (a
+    /// caller clock out of range) refuses as unavailable.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn answer_after(&self, key: &str, err: &Error) -> slidelimit::Answer {
+        if err.is_backend_failure() {
+            self.answer(key)
+        } else {
+            slidelimit::Answer::Undecided {
+                admitted: false,
+                retry_after: UNAVAILABLE_RETRY,
             }
         }
     }

@@ -444,7 +444,7 @@ impl RedisLimiter {
     /// The failure policy's answer for middleware after `err` (see [`crate::decide`]).
     #[cfg(feature = "tokio")]
     pub(crate) fn fallback_answer(&self, key: &str, err: &Error) -> slidelimit::Answer {
-        crate::decide::fallback_answer(self.setup.fallback(), key, err)
+        self.setup.fallback().answer_after(key, err)
     }
 
     pub(crate) fn fallback_decide(&self, key: &str, n: u64, err: Error) -> Verdict {

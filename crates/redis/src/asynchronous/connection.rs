@@ -1,7 +1,7 @@
-//! The async limiter's backends: one multiplexed connection to a server, or (feature
-//! `cluster`) a connection per node of a Redis Cluster, each call sent to the primary that
-//! serves its key's slot ([`super::cluster`]). Both run a script call the same way
-//! ([`eval_on`]). Every key of one limiter key shares a hash tag, so one call is one slot.
+//! The async limiter's connection to one server, and how any connection runs a script call
+//! ([`eval_on`]): the single-server backend, and the ground the cluster's routing
+//! (`super::cluster`, a connection per node) stands on. Every key of one limiter key shares
+//! a hash tag, so one call is one slot.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -14,31 +14,6 @@ use tokio::time::Instant;
 use crate::limiter::Request;
 use crate::scripts::LuaScript;
 use crate::Error;
-
-/// Where the limiter's calls go.
-pub(crate) enum Backend {
-    /// One server (boxed: its client's settings dwarf the cluster's pointer).
-    Server(Box<Server>),
-    /// A Redis Cluster, reached through any of its nodes.
-    #[cfg(feature = "cluster")]
-    Cluster(std::sync::Arc<super::cluster::Cluster>),
-}
-
-impl Backend {
-    /// Runs `request`'s script, giving up at `deadline` (`timeout` after the call began).
-    pub(crate) async fn eval(
-        &self,
-        request: &Request,
-        deadline: Instant,
-        timeout: Duration,
-    ) -> Result<Vec<i64>, Error> {
-        match self {
-            Self::Server(server) => server.eval(request, deadline, timeout).await,
-            #[cfg(feature = "cluster")]
-            Self::Cluster(cluster) => cluster.eval(request, deadline).await,
-        }
-    }
-}
 
 /// One server: a multiplexed connection, made on the first call and replaced after a
 /// connection error, a timeout or a `READONLY` answer (the server may have restarted,
@@ -155,7 +130,7 @@ impl Server {
         }
     }
 
-    async fn eval(
+    pub(super) async fn eval(
         &self,
         request: &Request,
         deadline: Instant,
