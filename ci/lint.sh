@@ -30,8 +30,10 @@ cargo clippy -p slidelimit --features fast-barrier --all-targets --locked -- -D 
 cargo clippy -p slidelimit -p slidelimit-mutex -p slidelimit-per-key-lock -p slidelimit-rwlock \
     -p slidelimit-tower --features metrics --all-targets --locked -- -D warnings
 cargo clippy -p slidelimit-redis --features tokio,metrics --all-targets --locked -- -D warnings
+cargo clippy -p slidelimit-redis --features tls --all-targets --locked -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 RUSTDOCFLAGS="-D warnings" cargo doc -p slidelimit --features tokio --no-deps --locked
 RUSTDOCFLAGS="-D warnings" cargo doc -p slidelimit-trace --all-features --no-deps --locked
+RUSTDOCFLAGS="-D warnings" cargo doc -p slidelimit-redis --features tls --no-deps --locked
 RUSTDOCFLAGS="-D warnings" cargo doc -p slidelimit -p slidelimit-tower -p slidelimit-redis \
     --features metrics --no-deps --locked

@@ -19,8 +19,12 @@ cargo test -p slidelimit --features tokio --locked -- wait
 cargo test -p slidelimit --features tokio --locked --doc
 # The Redis crate's async limiter, behind its `tokio` feature.
 cargo test -p slidelimit-redis --features tokio --locked --test it -- asynchronous
-# ... and its doc tests, the guide's fleet page among them (docs/fleet.md).
-cargo test -p slidelimit-redis --features tokio --locked --doc
+# ... and its doc tests, the guide's fleet page among them (docs/fleet.md), with `tls` too so
+# that the TLS examples (the README's, the fleet page's, `Tls`'s) compile for real.
+cargo test -p slidelimit-redis --features tokio,tls --locked --doc
+# TLS (`rediss://`) for the blocking limiters, feature `tls`, against a real TLS redis-server
+# with certificates made by openssl: given CA, mutual TLS, a stalled handshake, a wrong CA.
+cargo test -p slidelimit-redis --features tls --locked --test it -- production_tls
 # The async limiter over a real Redis Cluster (six nodes the tests start), feature `cluster`.
 cargo test -p slidelimit-redis --features cluster --locked --test it -- cluster
 # Feature `metrics`: exact counts under a recorder, for every variant of the core, the tower

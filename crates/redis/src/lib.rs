@@ -53,7 +53,8 @@
 //! total, with the core's [`RollingBuckets`](slidelimit::RollingBuckets) geometry. The
 //! scripts (`src/scripts/*.lua`) are loaded once and called by SHA, loaded again on
 //! `NOSCRIPT`. All keys of one limiter key share a cluster hash tag. Connections are
-//! blocking, pooled, with socket timeouts set to each call's deadline. With the `tokio`
+//! blocking, pooled, with socket timeouts set to each call's deadline; with the `tls`
+//! feature, a `rediss://` URL runs them over rustls (the `Tls` options). With the `tokio`
 //! feature, `AsyncRedisLimiter` (module `asynchronous`) runs the same scripts over one
 //! multiplexed async connection.
 
@@ -73,6 +74,7 @@ mod pool;
 mod reply;
 mod scripts;
 mod time;
+mod tls;
 
 #[cfg(feature = "tokio")]
 pub use asynchronous::AsyncRedisLimiter;
@@ -81,6 +83,8 @@ pub use failure::{FailurePolicy, Source, Verdict};
 pub use lease::{LeaseDecision, LeasedLimiter};
 pub use limiter::{Decision, Options, RedisLimiter};
 pub use time::{TimeSource, UnixMicros};
+#[cfg(feature = "tls")]
+pub use tls::Tls;
 
 /// The user guide (`docs/`), compiled and run as doc tests.
 #[cfg(doctest)]

@@ -37,6 +37,9 @@ pub struct Options {
     expiry_slack: Duration,
     failure: FailurePolicy,
     refusal_cache: bool,
+    /// The blocking limiters' TLS (`rediss://`); `None`: the system's roots.
+    #[cfg(feature = "tls")]
+    tls: Option<crate::Tls>,
 }
 
 impl Default for Options {
@@ -59,6 +62,8 @@ impl Options {
             expiry_slack: Duration::from_secs(1),
             failure: FailurePolicy::FailClosed,
             refusal_cache: true,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 
@@ -149,6 +154,35 @@ impl Options {
     #[must_use]
     pub const fn refusal_cache_value(&self) -> bool {
         self.refusal_cache
+    }
+
+    /// How [`RedisLimiter`] and [`LeasedLimiter`](crate::LeasedLimiter) connect to a
+    /// `rediss://` URL (feature `tls`): the CA to trust instead of the system's roots, a
+    /// client certificate. Only for `rediss://`: with any other URL the limiter is refused
+    /// ([`Error::Config`]) rather than connect in plain text. `AsyncRedisLimiter` does not
+    /// read it.
+    ///
+    /// ```no_run
+    /// use slidelimit::Limit;
+    /// use slidelimit_redis::{Options, RedisLimiter, Tls};
+    ///
+    /// let ca = std::fs::read("/etc/redis/tls/ca.crt")?;
+    /// let options = Options::new().tls(Tls::ca_pem(&ca)?);
+    /// let limit = Limit::new(100, 1_000_000)?;
+    /// let limiter = RedisLimiter::new("rediss://redis.internal:6380/", limit, options)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "tls")]
+    #[must_use]
+    pub fn tls(mut self, tls: crate::Tls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The TLS options, if any were given.
+    #[cfg(feature = "tls")]
+    pub(crate) const fn tls_value(&self) -> Option<&crate::Tls> {
+        self.tls.as_ref()
     }
 }
 
@@ -242,8 +276,9 @@ pub(crate) fn in_micros(limit: Limit) -> Result<Limit, Error> {
 }
 
 impl RedisLimiter {
-    /// A limiter of `limit` on the server at `url` (`redis://host:port/db`). Connects
-    /// lazily, on the first call.
+    /// A limiter of `limit` on the server at `url` (`redis://host:port/db`, `unix:///path`,
+    /// or `rediss://host:port/db` with the feature `tls`). Connects lazily, on the first
+    /// call.
     ///
     /// The limiter counts in microseconds. A limit built from durations
     /// (`Limit::per_minute(100, Duration::from_nanos(1))`, say) is converted to them
@@ -267,12 +302,14 @@ impl RedisLimiter {
     /// ```
     ///
     /// # Errors
-    /// [`Error::Config`] for a malformed URL, a bucket count the window cannot take, or a
-    /// local fallback share of zero; [`Error::Limit`] for a limit whose windows are not whole
-    /// numbers of microseconds.
+    /// [`Error::Config`] for a malformed URL, a bucket count the window cannot take, a
+    /// local fallback share of zero, or a `rediss://` URL that cannot be used: without the
+    /// feature `tls`, with `#insecure`, or with no system roots to trust (see
+    /// `Options::tls`); [`Error::Limit`] for a limit whose windows are not whole numbers of
+    /// microseconds.
     pub fn new(url: &str, limit: Limit, options: Options) -> Result<Self, Error> {
-        let pool = Pool::new(url, options.timeout).map_err(|err| match err {
-            Error::Timeout { .. } => err,
+        let pool = Pool::new(url, &options).map_err(|err| match err {
+            Error::Timeout { .. } | Error::Config(_) => err,
             other => Error::Config(other.to_string()),
         })?;
         Ok(Self {

@@ -26,7 +26,10 @@
 //! the system resolver's own timeouts) and connecting a Unix socket (which blocks while the
 //! server's listen backlog is full: a stopped server held a call for more than 48 s).
 //! The connection speaks RESP2 and does not name itself (no `HELLO`, no `CLIENT SETINFO`);
-//! a `protocol` in the URL is ignored, TLS (`rediss://`) is refused.
+//! a `protocol` in the URL is ignored. TLS (`rediss://`, feature `tls`) runs over the same
+//! socket (see [`crate::tls`]): its handshake is stepped one socket wait at a time like every
+//! read and write, within the deadline of the call that opens the connection; without the
+//! feature `rediss://` is refused.
 //!
 //! # Which connections are reused
 //! A connection goes back to the pool only if its call ended cleanly: after a timeout or an
@@ -59,7 +62,8 @@ use std::time::{Duration, Instant};
 use redis::{ConnectionAddr, FromRedisValue, IntoConnectionInfo, Parser, RedisError};
 
 use crate::scripts::LuaScript;
-use crate::Error;
+use crate::tls::{self, TlsStream};
+use crate::{Error, Options};
 
 /// At most this many idle connections are kept; more are opened under load and closed when
 /// they come back to a full pool.
@@ -84,6 +88,8 @@ enum Address {
     Tcp {
         host: String,
         port: u16,
+        /// Set for `rediss://`.
+        tls: Option<tls::Connector>,
     },
     #[cfg(unix)]
     Unix(PathBuf),
@@ -158,14 +164,19 @@ enum Handoff<T> {
 }
 
 impl Pool {
-    pub(crate) fn new(url: &str, timeout: Duration) -> Result<Self, Error> {
+    pub(crate) fn new(url: &str, options: &Options) -> Result<Self, Error> {
+        let timeout = options.timeout_value();
+        // `rediss://` comes back as `redis://` (`redis` is built without TLS) with settings.
+        let (url, tls) = tls::scheme(url, options)?;
         let info = url
+            .as_ref()
             .into_connection_info()
             .map_err(|err| Error::from_redis(err, timeout))?;
         let address = match info.addr() {
             ConnectionAddr::Tcp(host, port) => Address::Tcp {
                 host: host.clone(),
                 port: *port,
+                tls: tls.map(|tls| tls.connector(host)).transpose()?,
             },
             #[cfg(unix)]
             ConnectionAddr::Unix(path) => Address::Unix(path.clone()),
@@ -335,14 +346,17 @@ impl Pool {
         // it, and a connection that misses a concurrent bump is merely dropped later.
         let generation = self.generation.load(Ordering::Relaxed);
         let stream = match &self.address {
-            Address::Tcp { host, port } => {
+            Address::Tcp { host, port, tls } => {
                 let addresses = self.resolve(host, *port, deadline)?;
                 let stream = self.connect_tcp(&addresses, deadline)?;
                 // Every call is one small request awaiting its reply.
                 stream
                     .set_nodelay(true)
                     .map_err(|err| Error::Connection(err.into()))?;
-                Stream::Tcp(stream)
+                match tls {
+                    None => Stream::Tcp(stream),
+                    Some(connector) => Stream::Tls(Box::new(connector.start(stream)?)),
+                }
             }
             #[cfg(unix)]
             Address::Unix(path) => {
@@ -361,6 +375,7 @@ impl Pool {
             write_wait: None,
             parser: Parser::new(),
         };
+        con.handshake_tls(deadline, timeout)?;
         let Handshake {
             username,
             password,
@@ -451,7 +466,7 @@ impl Pool {
     /// older generation, and those whose server closed them, are dropped on the way.
     fn take_idle(&self) -> Option<Connection> {
         loop {
-            let con = self.idle().pop()?;
+            let mut con = self.idle().pop()?;
             // Relaxed: see `connect`.
             if con.generation == self.generation.load(Ordering::Relaxed) && con.is_open() {
                 return Some(con);
@@ -521,6 +536,24 @@ enum Stream {
     Tcp(TcpStream),
     #[cfg(unix)]
     Unix(UnixStream),
+    /// `rediss://` (feature `tls`).
+    Tls(Box<TlsStream>),
+}
+
+impl Stream {
+    /// Sets the socket's read or write timeout.
+    fn set_wait(&self, write: bool, wait: Duration) -> io::Result<()> {
+        match (self, write) {
+            (Self::Tcp(tcp), false) => tcp.set_read_timeout(Some(wait)),
+            (Self::Tcp(tcp), true) => tcp.set_write_timeout(Some(wait)),
+            #[cfg(unix)]
+            (Self::Unix(unix), false) => unix.set_read_timeout(Some(wait)),
+            #[cfg(unix)]
+            (Self::Unix(unix), true) => unix.set_write_timeout(Some(wait)),
+            (Self::Tls(tls), false) => tls.socket().set_read_timeout(Some(wait)),
+            (Self::Tls(tls), true) => tls.socket().set_write_timeout(Some(wait)),
+        }
+    }
 }
 
 /// One blocking connection: its socket, the socket waits currently set (to skip setting
@@ -542,7 +575,7 @@ impl Connection {
     /// on the 2-core test machine, against 10.5-13 µs for a bare `PING` round trip over
     /// loopback (20,000 of each, three runs; a script call takes longer still). Without it,
     /// each connection closed while pooled cost a failed write and read before the retry.
-    fn is_open(&self) -> bool {
+    fn is_open(&mut self) -> bool {
         fn probe(mut stream: impl Read, set_nonblocking: impl Fn(bool) -> io::Result<()>) -> bool {
             if set_nonblocking(true).is_err() {
                 return false;
@@ -554,10 +587,40 @@ impl Connection {
             // A socket left nonblocking would make the next read fail at once: dropped.
             set_nonblocking(false).is_ok() && open
         }
-        match &self.stream {
-            Stream::Tcp(tcp) => probe(tcp, |on| tcp.set_nonblocking(on)),
+        match &mut self.stream {
+            Stream::Tcp(tcp) => probe(&*tcp, |on| tcp.set_nonblocking(on)),
             #[cfg(unix)]
-            Stream::Unix(unix) => probe(unix, |on| unix.set_nonblocking(on)),
+            Stream::Unix(unix) => probe(&*unix, |on| unix.set_nonblocking(on)),
+            // Through rustls: a session ticket waiting is no reason to drop it.
+            Stream::Tls(tls) => tls.is_open(),
+        }
+    }
+
+    /// A TLS connection's handshake, by `deadline` (a plain connection has none).
+    fn handshake_tls(&mut self, deadline: Instant, timeout: Duration) -> Result<(), Error> {
+        if !matches!(self.stream, Stream::Tls(_)) {
+            return Ok(());
+        }
+        let mut io = self.deadlined(deadline);
+        let done = io.retry(true, |stream| match stream {
+            Stream::Tls(tls) => tls.handshake_step(),
+            _ => Ok(0),
+        });
+        match done {
+            Ok(_) => Ok(()),
+            Err(_) if io.expired => Err(timed_out(timeout)),
+            Err(err) => Err(Error::Connection(err.into())),
+        }
+    }
+
+    /// The connection's socket, giving up at `deadline`.
+    fn deadlined(&mut self, deadline: Instant) -> Deadlined<'_> {
+        Deadlined {
+            stream: &mut self.stream,
+            read_wait: &mut self.read_wait,
+            write_wait: &mut self.write_wait,
+            deadline,
+            expired: false,
         }
     }
 
@@ -569,7 +632,7 @@ impl Connection {
         timeout: Duration,
     ) -> Result<T, Error> {
         let mut io = Deadlined {
-            stream: &self.stream,
+            stream: &mut self.stream,
             read_wait: &mut self.read_wait,
             write_wait: &mut self.write_wait,
             deadline,
@@ -577,6 +640,7 @@ impl Connection {
         };
         let reply = io
             .write_all(&cmd.get_packed_command())
+            .and_then(|()| io.flush())
             .map_err(RedisError::from)
             .and_then(|()| self.parser.parse_value(&mut io));
         let value = match reply {
@@ -595,7 +659,7 @@ impl Connection {
 /// [`io::ErrorKind::TimedOut`] error, and `expired` set), waiting at most [`SLICE`] at a
 /// time.
 struct Deadlined<'a> {
-    stream: &'a Stream,
+    stream: &'a mut Stream,
     read_wait: &'a mut Option<Duration>,
     write_wait: &'a mut Option<Duration>,
     deadline: Instant,
@@ -615,31 +679,27 @@ impl Deadlined<'_> {
 
     /// Runs `op` (one read or write) until it does something or the deadline passes, each
     /// try waiting at most [`Self::next_wait`] (set on the socket only when it changed).
+    /// A TLS step may read or write whichever its session needs (a handshake, an alert),
+    /// so both of its waits are set.
     fn retry(
         &mut self,
         write: bool,
-        mut op: impl FnMut(&Stream) -> io::Result<usize>,
+        mut op: impl FnMut(&mut Stream) -> io::Result<usize>,
     ) -> io::Result<usize> {
+        let both = matches!(self.stream, Stream::Tls(_));
         loop {
             let wait = self.next_wait()?;
-            let current = if write {
-                &mut *self.write_wait
-            } else {
-                &mut *self.read_wait
-            };
-            if *current != Some(wait) {
-                match (self.stream, write) {
-                    (Stream::Tcp(tcp), false) => tcp.set_read_timeout(Some(wait))?,
-                    (Stream::Tcp(tcp), true) => tcp.set_write_timeout(Some(wait))?,
-                    #[cfg(unix)]
-                    (Stream::Unix(unix), false) => unix.set_read_timeout(Some(wait))?,
-                    #[cfg(unix)]
-                    (Stream::Unix(unix), true) => unix.set_write_timeout(Some(wait))?,
-                }
-                *current = Some(wait);
+            if (write || both) && *self.write_wait != Some(wait) {
+                self.stream.set_wait(true, wait)?;
+                *self.write_wait = Some(wait);
+            }
+            if (!write || both) && *self.read_wait != Some(wait) {
+                self.stream.set_wait(false, wait)?;
+                *self.read_wait = Some(wait);
             }
             match op(self.stream) {
-                // A wait that ran out (or a signal): the deadline decides whether to go on.
+                // A wait that ran out, a signal, or a TLS step that made progress short of
+                // what was asked: the deadline decides whether to go on.
                 Err(err)
                     if matches!(
                         err.kind(),
@@ -656,16 +716,10 @@ impl Deadlined<'_> {
 impl Read for Deadlined<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.retry(false, |stream| match stream {
-            // `Read` for `&TcpStream`: reading needs no `&mut` of the socket.
-            Stream::Tcp(tcp) => {
-                let mut tcp = tcp;
-                tcp.read(buf)
-            }
+            Stream::Tcp(tcp) => tcp.read(buf),
             #[cfg(unix)]
-            Stream::Unix(unix) => {
-                let mut unix = unix;
-                unix.read(buf)
-            }
+            Stream::Unix(unix) => unix.read(buf),
+            Stream::Tls(tls) => tls.read_step(buf),
         })
     }
 }
@@ -673,21 +727,24 @@ impl Read for Deadlined<'_> {
 impl Write for Deadlined<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.retry(true, |stream| match stream {
-            Stream::Tcp(tcp) => {
-                let mut tcp = tcp;
-                tcp.write(buf)
-            }
+            Stream::Tcp(tcp) => tcp.write(buf),
             #[cfg(unix)]
-            Stream::Unix(unix) => {
-                let mut unix = unix;
-                unix.write(buf)
-            }
+            Stream::Unix(unix) => unix.write(buf),
+            Stream::Tls(tls) => tls.write_step(buf),
         })
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        // Unbuffered: every write went to the socket.
-        Ok(())
+        // A plain socket is unbuffered: every write went to it. A TLS session queues the
+        // encrypted request until it is sent here.
+        if !matches!(self.stream, Stream::Tls(_)) {
+            return Ok(());
+        }
+        self.retry(true, |stream| match stream {
+            Stream::Tls(tls) => tls.flush_step(),
+            _ => Ok(0),
+        })
+        .map(drop)
     }
 }
 
@@ -700,6 +757,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::Pool;
+    use crate::Options;
 
     /// An address that drops connection attempts (a host that is down, a family with no
     /// route) takes only its share: the next address still connects within the deadline.
@@ -718,7 +776,8 @@ mod tests {
         let accepting = open.local_addr().expect("address");
 
         let timeout = Duration::from_millis(400);
-        let pool = Pool::new("redis://127.0.0.1:1/", timeout).expect("pool");
+        let options = Options::new().timeout(timeout);
+        let pool = Pool::new("redis://127.0.0.1:1/", &options).expect("pool");
         let deadline = Instant::now() + timeout;
         let connected = pool.connect_tcp(&[dropping, accepting], deadline);
         let stream = connected.expect("the second address connects in what the first left");

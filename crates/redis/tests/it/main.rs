@@ -19,6 +19,7 @@ mod metrics;
 mod multiprocess;
 mod production_async;
 mod production_blocking;
+mod production_tls;
 mod recipe;
 mod server;
 mod ticks;

@@ -48,6 +48,13 @@ pub(crate) struct Server {
     extra: Vec<String>,
 }
 
+/// A free loopback port that no server of this process was given before, recorded as given:
+/// for a server's second port (`--tls-port`, passed with [`Server::start_with`]).
+#[cfg(feature = "tls")]
+pub(crate) fn hand_out_extra_port() -> u16 {
+    hand_out_port(false)
+}
+
 fn free_port() -> u16 {
     // Bind port 0, read the port, release it: the server binds it right after.
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
