@@ -276,3 +276,8 @@ impl AsyncRedisLimiter {
         }
     }
 }
+
+/// The Redis limiters decide by the server's clock (or the one in their options), in
+/// microseconds, and converted their limit's tick when built (`limiter::in_micros`): a
+/// middleware has nothing to check against its own clock.
+impl slidelimit::decide::LimitInTicks for AsyncRedisLimiter {}

@@ -558,3 +558,7 @@ impl LeasedLimiter {
         before - leases.len()
     }
 }
+
+/// As the async limiter's: the limit was converted to microseconds when built.
+#[cfg(feature = "tokio")]
+impl slidelimit::decide::LimitInTicks for LeasedLimiter {}

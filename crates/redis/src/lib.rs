@@ -70,6 +70,7 @@ mod keys;
 pub mod lease;
 mod limiter;
 pub mod metrics;
+mod options;
 mod pool;
 mod reply;
 mod scripts;
@@ -81,7 +82,8 @@ pub use asynchronous::AsyncRedisLimiter;
 pub use error::Error;
 pub use failure::{FailurePolicy, Source, Verdict};
 pub use lease::{LeaseDecision, LeasedLimiter};
-pub use limiter::{Decision, Options, RedisLimiter};
+pub use limiter::{Decision, RedisLimiter};
+pub use options::Options;
 pub use time::{TimeSource, UnixMicros};
 #[cfg(feature = "tls")]
 pub use tls::Tls;

@@ -167,7 +167,7 @@ impl Pool {
     pub(crate) fn new(url: &str, options: &Options) -> Result<Self, Error> {
         let timeout = options.timeout_value();
         // `rediss://` comes back as `redis://` (`redis` is built without TLS) with settings.
-        let (url, tls) = tls::scheme(url, options)?;
+        let (url, tls) = tls::scheme(url, options.tls_value())?;
         let info = url
             .as_ref()
             .into_connection_info()

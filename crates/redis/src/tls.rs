@@ -21,7 +21,7 @@
 
 use std::borrow::Cow;
 
-use crate::{Error, Options};
+use crate::Error;
 
 #[cfg(feature = "tls")]
 pub use enabled::Tls;
@@ -33,9 +33,22 @@ pub(crate) use enabled::{Connector, Settings, TlsStream};
 #[cfg(not(feature = "tls"))]
 pub(crate) use disabled::{Connector, Settings, TlsStream};
 
+/// The TLS options a limiter was given ([`crate::Options::tls`]): with the feature `tls`,
+/// maybe a [`Tls`]; without it, nothing can be given.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TlsChoice(#[cfg(feature = "tls")] pub(crate) Option<Tls>);
+
+impl TlsChoice {
+    /// The choice of `tls`.
+    #[cfg(feature = "tls")]
+    pub(crate) const fn given(tls: Tls) -> Self {
+        Self(Some(tls))
+    }
+}
+
 /// Reads the scheme of `url`: for `rediss://` (or `valkeys://`), the URL as `redis`'s parser
 /// takes it without its TLS features (scheme `redis://`, same host, port, credentials and
-/// database) and the TLS settings to connect with: the [`Tls`] of `options`, or the
+/// database) and the TLS settings to connect with: the [`Tls`] given, or the
 /// system's roots. Any other URL comes back as it is, with none.
 ///
 /// # Errors
@@ -44,7 +57,7 @@ pub(crate) use disabled::{Connector, Settings, TlsStream};
 /// (a user who configured TLS and forgot the scheme would otherwise send in plain text).
 pub(crate) fn scheme<'a>(
     url: &'a str,
-    options: &Options,
+    given: &TlsChoice,
 ) -> Result<(Cow<'a, str>, Option<Settings>), Error> {
     let secure = url.split_once("://").and_then(|(scheme, rest)| {
         (scheme.eq_ignore_ascii_case("rediss") || scheme.eq_ignore_ascii_case("valkeys"))
@@ -52,7 +65,7 @@ pub(crate) fn scheme<'a>(
     });
     let Some(rest) = secure else {
         #[cfg(feature = "tls")]
-        if options.tls_value().is_some() {
+        if given.0.is_some() {
             return Err(Error::Config(
                 "TLS options were given, but the URL does not start with `rediss://`".to_owned(),
             ));
@@ -61,7 +74,7 @@ pub(crate) fn scheme<'a>(
     };
     #[cfg(not(feature = "tls"))]
     {
-        let _ = (rest, options);
+        let _ = (rest, given);
         Err(Error::Config(
             "a `rediss://` URL (TLS) needs the slidelimit-redis feature `tls`".to_owned(),
         ))
@@ -74,7 +87,7 @@ pub(crate) fn scheme<'a>(
                  turned off; give the server's CA with `Tls::ca_pem` instead"
             )));
         }
-        let tls = match options.tls_value() {
+        let tls = match &given.0 {
             Some(tls) => tls.clone(),
             None => Tls::system_roots()?,
         };
@@ -494,7 +507,7 @@ mod tests {
     #[test]
     fn plain_urls_pass_through() {
         for url in ["redis://127.0.0.1:6379/2", "unix:///tmp/redis.sock"] {
-            let (parsed, tls) = scheme(url, &Options::new()).expect("a plain URL");
+            let (parsed, tls) = scheme(url, Options::new().tls_value()).expect("a plain URL");
             assert_eq!(parsed, url);
             assert!(tls.is_none());
         }
