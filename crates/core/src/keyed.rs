@@ -222,6 +222,10 @@ std::thread_local! {
 struct SweepStep {
     bounds: SweepBounds,
     trusted: u64,
+    /// The time the keys its looks put back are queued after: the automatic sweep's trusted
+    /// time, also for a budget step, whose own `now` is one caller's word (a key put back
+    /// after a far-ahead `now` would wait there, its tombstone kept, for good).
+    requeue_after: u64,
 }
 
 /// Counts `removed` keys toward the next [`settle_allocator`] call on this thread.
@@ -587,6 +591,7 @@ impl<W: Algorithm> KeyPolicy<W> {
     ) -> usize {
         let removed = queue.service(
             step.trusted,
+            step.requeue_after,
             self.lateness_ticks,
             self.recheck_ticks,
             |key| look(key, step.bounds),
@@ -638,6 +643,7 @@ impl<W: Algorithm> KeyPolicy<W> {
                 floor,
             },
             trusted: floor.saturating_add(self.lateness_ticks),
+            requeue_after: floor.saturating_add(self.lateness_ticks),
         }
     }
 
@@ -660,6 +666,7 @@ impl<W: Algorithm> KeyPolicy<W> {
                 floor,
             },
             trusted: now.max(floor.saturating_add(self.lateness_ticks)),
+            requeue_after: floor.saturating_add(self.lateness_ticks),
         }
     }
 

@@ -518,7 +518,7 @@ where
         book.removed(removed);
         book.put_back(
             taken,
-            step.trusted,
+            step.requeue_after,
             self.policy.lateness_ticks,
             self.policy.recheck_ticks,
         );

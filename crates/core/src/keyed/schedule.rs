@@ -199,13 +199,14 @@ impl<K> DueQueue<K> {
         }
     }
 
-    /// A step for a caller that holds the queue throughout: [`Self::take_due`] with a look
-    /// at each key as it is taken (`look` says what it found), and the keys found live put
-    /// back once the takes are done, as [`Self::put_back`] would. Returns how many keys the
-    /// looks removed.
+    /// A step for a caller that holds the queue throughout: [`Self::take_due`] by `trusted`
+    /// with a look at each key as it is taken (`look` says what it found), and the keys found
+    /// live put back once the takes are done, as [`Self::put_back`] would after
+    /// `requeue_after`. Returns how many keys the looks removed.
     pub(crate) fn service(
         &mut self,
         trusted: u64,
+        requeue_after: u64,
         lateness_ticks: u64,
         recheck_ticks: u64,
         mut look: impl FnMut(&K) -> Look,
@@ -221,7 +222,7 @@ impl<K> DueQueue<K> {
                 live.push((key, idle_from));
             }
         });
-        self.requeue(live.drain(..), trusted, lateness_ticks, recheck_ticks);
+        self.requeue(live.drain(..), requeue_after, lateness_ticks, recheck_ticks);
         self.live = live;
         removed
     }

@@ -220,3 +220,52 @@ fn check_restore<L: RateLimiter<u64> + SavedState<u64>>(
     );
     assert!(limiter.check_and_hit(&3, 11), "{name}: a restored key");
 }
+
+/// A budget step at a far-ahead `now` (one client's clock) removes the full shard's keys,
+/// each leaving a tombstone; those tombstones go back to the queue by the observed time, not
+/// by that `now`, so the automatic sweep drops them once the floor passes them (queued after
+/// the far-ahead `now`, they stayed until `remove_idle`).
+#[test]
+fn tombstones_a_far_ahead_budget_step_leaves_are_dropped_by_the_sweep() {
+    let options = Options::default()
+        .key_shards(1)
+        .max_keys(16)
+        .sweep_floor_keys(1)
+        .lateness_ticks(10);
+    let window = ExactLog::new(crate::variants::limit(1, 10));
+    let limiters: [(&str, &dyn SavedState<u64>, &dyn RateLimiter<u64>); 2] = {
+        let lock_free = Box::leak(Box::new(LockFreeLimiter::<u64>::with_options(
+            window, options,
+        )));
+        let mutex = Box::leak(Box::new(MutexLimiter::<u64>::with_options(window, options)));
+        [
+            ("lock-free", &*lock_free, &*lock_free),
+            ("mutex", &*mutex, &*mutex),
+        ]
+    };
+    for (name, saved, limiter) in limiters {
+        for key in 0..16 {
+            assert!(limiter.check_and_hit(&key, key), "{name}");
+        }
+        // The far-ahead client: its budget step removes every key, each fresh from its hit +
+        // 10, above the floor: sixteen tombstones.
+        assert!(limiter.check_and_hit(&1_000, 1 << 40), "{name}");
+        assert_eq!(saved.snapshot(20).tombstones.len(), 16, "{name}");
+        // Everyone else goes on at real time: the floor passes the tombstones, and the
+        // sweep's looks drop them.
+        for (i, key) in (2_000..2_400_u64).enumerate() {
+            let now = 30 + i as u64;
+            let _ = limiter.check_and_hit(&key, now);
+        }
+        // (Budget steps at real time leave tombstones of their own, for keys fresh only
+        // above the lagging floor: the latest of those may still be there.)
+        let left: Vec<u64> = saved
+            .snapshot(500)
+            .tombstones
+            .iter()
+            .map(|&(key, _)| key)
+            .filter(|&key| key < 16)
+            .collect();
+        assert!(left.is_empty(), "{name}: tombstones left for {left:?}");
+    }
+}
