@@ -25,6 +25,9 @@ cargo test -p slidelimit-redis --features tokio,tls --locked --doc
 # TLS (`rediss://`) for the blocking limiters, feature `tls`, against a real TLS redis-server
 # with certificates made by openssl: given CA, mutual TLS, a stalled handshake, a wrong CA.
 cargo test -p slidelimit-redis --features tls --locked --test it -- production_tls
+# ... and for the async limiter (features `tokio` and `tls`, redis's own rustls client): given
+# CA, mutual TLS, a stalled handshake within the deadline, a wrong CA.
+cargo test -p slidelimit-redis --features tokio,tls --locked --test it -- asynchronous_tls
 # The async limiter over a real Redis Cluster (six nodes the tests start), feature `cluster`.
 cargo test -p slidelimit-redis --features cluster --locked --test it -- cluster
 # Feature `metrics`: exact counts under a recorder, for every variant of the core, the tower

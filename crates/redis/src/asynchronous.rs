@@ -123,16 +123,31 @@ impl AsyncRedisLimiter {
     /// durations is converted to them exactly, one of raw ticks is taken to be in them (as
     /// [`RedisLimiter::new`](crate::RedisLimiter::new) does).
     ///
+    /// A `rediss://` URL (feature `tls`) connects over TLS, with the CA and client
+    /// certificate of [`Options::tls`] (the system's roots without it), through `redis`'s
+    /// own rustls client; the handshake is part of connecting, so it ends within the
+    /// call's timeout like the rest of the call. That client takes the process's default
+    /// rustls crypto provider: the first `rediss://` limiter installs `ring`'s unless the
+    /// process already installed one.
+    ///
     /// # Errors
     /// As [`RedisLimiter::new`](crate::RedisLimiter::new): [`Error::Config`] for a malformed
-    /// URL or options the limit cannot take, [`Error::Limit`] for a limit whose windows are
-    /// not whole numbers of microseconds.
+    /// URL (`rediss://` without the feature `tls`, or with a fragment), TLS options for a
+    /// URL that is not `rediss://`, or options the limit cannot take; [`Error::Limit`] for a
+    /// limit whose windows are not whole numbers of microseconds.
     pub fn new(url: &str, limit: Limit, options: Options) -> Result<Self, Error> {
-        let client = url
+        // `rediss://` is read as the blocking limiters read it (the same checks, the same
+        // `Tls`), then handed to `redis`'s own rustls client.
+        let (url, tls) = crate::tls::scheme(url, options.tls_value())?;
+        let info = url
+            .as_ref()
             .into_connection_info()
             .map(connection::with_nodelay)
-            .and_then(Client::open)
             .map_err(|err| Error::Config(err.to_string()))?;
+        let client = match tls {
+            None => Client::open(info).map_err(|err| Error::Config(err.to_string()))?,
+            Some(tls) => tls.async_client(info)?,
+        };
         Self::with_backend(
             Backend::Server(Box::new(connection::Server::new(client))),
             limit,
@@ -162,9 +177,20 @@ impl AsyncRedisLimiter {
     ///
     /// # Errors
     /// [`Error::Config`] if a URL does not parse, names a Unix socket or a database other
-    /// than 0 (every cluster node refuses `SELECT`), or no URL is given.
+    /// than 0 (every cluster node refuses `SELECT`), or no URL is given; for `rediss://`
+    /// (TLS is not supported over a cluster yet) and for [`Options::tls`] given.
     #[cfg(feature = "cluster")]
     pub fn cluster(nodes: &[&str], limit: Limit, options: Options) -> Result<Self, Error> {
+        for url in nodes {
+            // TLS is not wired through the cluster's connections yet. With the feature `tls`,
+            // `redis`'s parser would take a `rediss://` URL on its own (the system's roots,
+            // the `Tls` given ignored): refused instead, as it is without the feature.
+            if crate::tls::scheme(url, options.tls_value())?.1.is_some() {
+                return Err(Error::Config(
+                    "`AsyncRedisLimiter::cluster` does not take `rediss://` (TLS) yet".to_owned(),
+                ));
+            }
+        }
         let cluster = cluster::Cluster::new(nodes, options.timeout_value())?;
         Self::with_backend(
             Backend::Cluster(std::sync::Arc::new(cluster)),

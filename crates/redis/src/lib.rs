@@ -56,7 +56,8 @@
 //! blocking, pooled, with socket timeouts set to each call's deadline; with the `tls`
 //! feature, a `rediss://` URL runs them over rustls (the `Tls` options). With the `tokio`
 //! feature, `AsyncRedisLimiter` (module `asynchronous`) runs the same scripts over one
-//! multiplexed async connection.
+//! multiplexed async connection (with `tls` too, over `redis`'s own rustls client for a
+//! single server's `rediss://`).
 
 #[cfg(feature = "tokio")]
 pub mod asynchronous;

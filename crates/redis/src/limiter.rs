@@ -407,7 +407,7 @@ impl RedisLimiter {
             .map(|reply| reply.window_statuses(self.setup.limit))
     }
 
-    /// [`Self::check_and_hit_n`] with the configured [`FailurePolicy`] standing in when
+    /// [`Self::check_and_hit_n`] with the configured [`FailurePolicy`](crate::FailurePolicy) standing in when
     /// Redis fails: never an error for a backend failure, and never longer than the timeout.
     ///
     /// # Errors

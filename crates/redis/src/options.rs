@@ -8,7 +8,7 @@ use crate::failure::FailurePolicy;
 use crate::time::TimeSource;
 use crate::tls::TlsChoice;
 
-/// How a [`RedisLimiter`] talks to Redis and what it does when Redis fails.
+/// How a [`RedisLimiter`](crate::RedisLimiter) talks to Redis and what it does when Redis fails.
 ///
 /// ```
 /// use std::time::Duration;
@@ -30,7 +30,7 @@ pub struct Options {
     pub(crate) expiry_slack: Duration,
     pub(crate) failure: FailurePolicy,
     pub(crate) refusal_cache: bool,
-    /// The blocking limiters' TLS (`rediss://`).
+    /// The TLS (`rediss://`) of every single-server limiter, blocking and async.
     pub(crate) tls: TlsChoice,
 }
 
@@ -72,7 +72,7 @@ impl Options {
     }
 
     /// The longest a call may take, connecting included; past it the call answers
-    /// [`Error::Timeout`].
+    /// [`Error::Timeout`](crate::Error::Timeout).
     #[must_use]
     pub const fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
@@ -92,7 +92,7 @@ impl Options {
         self
     }
 
-    /// Rolling buckets (`B` of them, the core's [`RollingBuckets`] geometry, lateness one
+    /// Rolling buckets (`B` of them, the core's [`RollingBuckets`](slidelimit::RollingBuckets) geometry, lateness one
     /// bucket) instead of the exact log.
     #[must_use]
     pub const fn buckets(mut self, buckets: u64) -> Self {
@@ -123,7 +123,7 @@ impl Options {
         self.expiry_slack
     }
 
-    /// What [`RedisLimiter::decide`] answers when Redis fails.
+    /// What [`RedisLimiter::decide`](crate::RedisLimiter::decide) answers when Redis fails.
     #[must_use]
     pub fn failure(mut self, failure: FailurePolicy) -> Self {
         self.failure = failure;
@@ -147,11 +147,11 @@ impl Options {
         self.refusal_cache
     }
 
-    /// How [`RedisLimiter`] and [`LeasedLimiter`](crate::LeasedLimiter) connect to a
-    /// `rediss://` URL (feature `tls`): the CA to trust instead of the system's roots, a
-    /// client certificate. Only for `rediss://`: with any other URL the limiter is refused
-    /// ([`Error::Config`]) rather than connect in plain text. `AsyncRedisLimiter` does not
-    /// read it.
+    /// How [`RedisLimiter`](crate::RedisLimiter), [`LeasedLimiter`](crate::LeasedLimiter) and
+    /// `AsyncRedisLimiter::new` (feature `tokio`) connect to a `rediss://` URL (feature
+    /// `tls`): the CA to trust instead of the system's roots, a client certificate. Only for
+    /// `rediss://`: with any other URL the limiter is refused ([`Error::Config`](crate::Error::Config)) rather
+    /// than connect in plain text. `AsyncRedisLimiter::cluster` does not take TLS yet.
     ///
     /// ```no_run
     /// use slidelimit::Limit;

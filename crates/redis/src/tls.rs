@@ -1,6 +1,8 @@
 //! TLS (`rediss://`) for the blocking limiters, with the feature `tls`: the [`Tls`] options
 //! (whose certificates to trust, which client certificate to show) and the encrypted stream
-//! a pooled connection speaks RESP over.
+//! a pooled connection speaks RESP over. The async limiter (feature `tokio`) reads the same
+//! options and hands them to the `redis` crate's own rustls client
+//! (`Settings::async_client`), whose handshake its connecting task's timeout bounds.
 //!
 //! # One socket wait at a time
 //! The pool (`src/pool.rs`) bounds every call by one deadline by never letting one socket
@@ -117,6 +119,13 @@ mod disabled {
         pub(crate) fn connector(&self, _host: &str) -> Result<Connector, Error> {
             match *self {}
         }
+        #[cfg(feature = "tokio")]
+        pub(crate) fn async_client(
+            &self,
+            _info: redis::ConnectionInfo,
+        ) -> Result<redis::Client, Error> {
+            match *self {}
+        }
     }
 
     impl Connector {
@@ -175,13 +184,27 @@ mod enabled {
     /// assert!(matches!(err, Error::Config(_)));
     /// ```
     ///
-    /// Only the blocking limiters read it: `AsyncRedisLimiter` connects through the `redis`
-    /// crate, built without TLS.
+    /// `AsyncRedisLimiter` (feature `tokio`) reads it too, through the `redis` crate's own
+    /// rustls client: the same CA and client certificate, handed over as the PEM given
+    /// here (`Settings::async_client`).
     #[derive(Clone)]
     pub struct Tls {
         roots: Arc<RootCertStore>,
         config: Arc<ClientConfig>,
         client_identity: bool,
+        /// The PEM given, for the async limiter: `redis` builds its own rustls
+        /// configuration and takes certificates only as PEM. `None` for
+        /// [`Tls::system_roots`] (`redis` then loads the same system roots itself).
+        pem: Arc<Pem>,
+    }
+
+    /// The PEM a [`Tls`] was made from: the CA (none for the system's roots) and the client
+    /// certificate chain and key.
+    // Read only by the async limiter's client (feature `tokio`).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    struct Pem {
+        ca: Option<Vec<u8>>,
+        identity: Option<(Vec<u8>, Vec<u8>)>,
     }
 
     impl fmt::Debug for Tls {
@@ -231,12 +254,13 @@ mod enabled {
     }
 
     impl Tls {
-        fn with_roots(roots: RootCertStore) -> Result<Self, Error> {
+        fn with_roots(roots: RootCertStore, ca: Option<Vec<u8>>) -> Result<Self, Error> {
             let roots = Arc::new(roots);
             Ok(Self {
                 config: client_config(Arc::clone(&roots), None)?,
                 roots,
                 client_identity: false,
+                pem: Arc::new(Pem { ca, identity: None }),
             })
         }
 
@@ -259,7 +283,7 @@ mod enabled {
                     .map_or_else(|| "none found".to_owned(), ToString::to_string);
                 return Err(config_error("no usable system certificate roots", why));
             }
-            Self::with_roots(roots)
+            Self::with_roots(roots, None)
         }
 
         /// Trusts the CA certificates in `pem` (one or more `CERTIFICATE` sections) and no
@@ -276,7 +300,7 @@ mod enabled {
                     .add(cert)
                     .map_err(|err| config_error("CA certificate", err))?;
             }
-            Self::with_roots(roots)
+            Self::with_roots(roots, Some(pem.as_ref().to_vec()))
         }
 
         /// Shows the certificate chain in `cert_pem` (the client's certificate first) and
@@ -291,26 +315,92 @@ mod enabled {
             cert_pem: impl AsRef<[u8]>,
             key_pem: impl AsRef<[u8]>,
         ) -> Result<Self, Error> {
-            let certs = certificates(cert_pem.as_ref(), "client certificate")?;
-            let key = PrivateKeyDer::from_pem_slice(key_pem.as_ref())
+            let (cert_pem, key_pem) = (cert_pem.as_ref(), key_pem.as_ref());
+            let certs = certificates(cert_pem, "client certificate")?;
+            let key = PrivateKeyDer::from_pem_slice(key_pem)
                 .map_err(|err| config_error("client key", err))?;
             Ok(Self {
                 config: client_config(Arc::clone(&self.roots), Some((certs, key)))?,
                 roots: self.roots,
                 client_identity: true,
+                pem: Arc::new(Pem {
+                    ca: self.pem.ca.clone(),
+                    identity: Some((cert_pem.to_vec(), key_pem.to_vec())),
+                }),
             })
         }
 
         pub(crate) fn settings(&self) -> Settings {
-            Settings(Arc::clone(&self.config))
+            Settings(Arc::clone(&self.config), Arc::clone(&self.pem))
         }
     }
 
-    /// A pool's TLS configuration, before the host is known.
-    #[derive(Debug)]
-    pub(crate) struct Settings(Arc<ClientConfig>);
+    /// A pool's TLS configuration, before the host is known (and, for the async limiter,
+    /// the PEM it was made from).
+    pub(crate) struct Settings(
+        Arc<ClientConfig>,
+        // Read only by the async limiter's client (feature `tokio`).
+        #[cfg_attr(not(feature = "tokio"), allow(dead_code))] Arc<Pem>,
+    );
+
+    impl fmt::Debug for Settings {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            // Never the key.
+            f.debug_tuple("Settings").finish_non_exhaustive()
+        }
+    }
 
     impl Settings {
+        /// A `redis` client for the async limiter that connects to `info`'s host and port
+        /// over TLS (`rediss://`), trusting this CA (or the system's roots) and showing
+        /// this client certificate, if any. `redis` checks the server's name against the
+        /// host, as the blocking limiters do; its handshake runs inside the task that makes
+        /// the connection, under the call's timeout (`asynchronous/connection.rs`).
+        ///
+        /// `redis` builds its rustls configuration with `ClientConfig::builder()`, which
+        /// takes the process's default crypto provider: `ring`'s is installed here unless
+        /// the process already chose one, so that it never has to guess (rustls panics when
+        /// the build holds two providers and none was installed). The `Tls` was checked by
+        /// our own rustls configuration when it was made, so `redis` parses PEM known to be
+        /// good.
+        ///
+        /// # Errors
+        /// [`Error::Config`] for a URL that is not TCP (a Unix socket cannot be
+        /// `rediss://`; [`super::scheme`] already turned the scheme into `redis://`) or PEM
+        /// that `redis` refuses.
+        #[cfg(feature = "tokio")]
+        pub(crate) fn async_client(
+            &self,
+            info: redis::ConnectionInfo,
+        ) -> Result<redis::Client, Error> {
+            // Err only when a provider is installed already: that one stays.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let redis::ConnectionAddr::Tcp(host, port) = info.addr().clone() else {
+                return Err(Error::Config(
+                    "a `rediss://` URL must name a host and port".to_owned(),
+                ));
+            };
+            let info = info.set_addr(redis::ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: false,
+                tls_params: None,
+            });
+            let pem = &self.1;
+            let certificates = redis::TlsCertificates {
+                client_tls: pem
+                    .identity
+                    .as_ref()
+                    .map(|(cert, key)| redis::ClientTlsConfig {
+                        client_cert: cert.clone(),
+                        client_key: key.clone(),
+                    }),
+                root_cert: pem.ca.clone(),
+            };
+            redis::Client::build_with_tls(info, certificates)
+                .map_err(|err| config_error("the async client", err))
+        }
+
         /// The connector for `host`, the URL's host: the name the server's certificate
         /// must carry.
         pub(crate) fn connector(&self, host: &str) -> Result<Connector, Error> {

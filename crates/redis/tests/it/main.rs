@@ -20,6 +20,7 @@ mod multiprocess;
 mod production_async;
 mod production_blocking;
 mod production_tls;
+mod production_tls_async;
 mod recipe;
 mod server;
 mod ticks;

@@ -21,7 +21,7 @@ use crate::server::{hand_out_extra_port, SilentListener};
 use crate::{limit, Server};
 
 /// Certificates in a temporary directory of the test's own, removed on drop.
-struct Pki {
+pub(crate) struct Pki {
     dir: PathBuf,
 }
 
@@ -41,7 +41,7 @@ fn openssl(dir: &Path, args: &[&str]) {
 }
 
 impl Pki {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
             "slidelimit-tls-{}-{}",
@@ -80,7 +80,7 @@ impl Pki {
         Self { dir }
     }
 
-    fn path(&self, name: &str) -> String {
+    pub(crate) fn path(&self, name: &str) -> String {
         self.dir
             .join(name)
             .to_str()
@@ -88,12 +88,12 @@ impl Pki {
             .to_owned()
     }
 
-    fn read(&self, name: &str) -> Vec<u8> {
+    pub(crate) fn read(&self, name: &str) -> Vec<u8> {
         std::fs::read(self.dir.join(name)).expect("read a certificate")
     }
 
     /// Trusting the test CA only.
-    fn trust(&self) -> Tls {
+    pub(crate) fn trust(&self) -> Tls {
         Tls::ca_pem(self.read("ca.crt")).expect("the test CA")
     }
 }
@@ -106,13 +106,13 @@ impl Drop for Pki {
 
 /// A server with a TLS port (and its plain one), its certificate signed by the test CA;
 /// with `auth_clients`, it takes only clients that show a certificate the CA signed.
-struct TlsServer {
-    server: Server,
-    tls_port: u16,
+pub(crate) struct TlsServer {
+    pub(crate) server: Server,
+    pub(crate) tls_port: u16,
 }
 
 impl TlsServer {
-    fn start(pki: &Pki, auth_clients: bool) -> Self {
+    pub(crate) fn start(pki: &Pki, auth_clients: bool) -> Self {
         let tls_port = hand_out_extra_port();
         let server = Server::start_with(&[
             "--tls-port",
@@ -129,7 +129,7 @@ impl TlsServer {
         Self { server, tls_port }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("rediss://127.0.0.1:{}/", self.tls_port)
     }
 
@@ -146,7 +146,7 @@ impl TlsServer {
     }
 
     /// How many times the server ran a command, by `INFO commandstats` on the plain port.
-    fn calls(&self, command: &str) -> u64 {
+    pub(crate) fn calls(&self, command: &str) -> u64 {
         let info: String = redis::cmd("INFO")
             .arg("commandstats")
             .query(&mut self.server.connection())
@@ -163,7 +163,7 @@ impl TlsServer {
     }
 }
 
-fn options(prefix: &str) -> Options {
+pub(crate) fn options(prefix: &str) -> Options {
     Options::new().prefix(prefix).timeout(crate::TIMEOUT)
 }
 
