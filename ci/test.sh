@@ -30,6 +30,9 @@ cargo test -p slidelimit-redis --features tls --locked --test it -- production_t
 cargo test -p slidelimit-redis --features tokio,tls --locked --test it -- asynchronous_tls
 # The async limiter over a real Redis Cluster (six nodes the tests start), feature `cluster`.
 cargo test -p slidelimit-redis --features cluster --locked --test it -- cluster
+# ... and its routing's unit tests (slot hashing, CLUSTER SLOTS answers, the map and refresh
+# bookkeeping that a race with real servers cannot show deterministically).
+cargo test -p slidelimit-redis --features cluster --locked --lib -- asynchronous::cluster
 # Feature `metrics`: exact counts under a recorder, for every variant of the core, the tower
 # layer and the Redis backend (against a real server); then the core's doc tests with it.
 cargo test -p slidelimit --features metrics --locked --test it -- metrics

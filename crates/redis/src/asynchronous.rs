@@ -35,11 +35,15 @@
 //! - Node failures, `MOVED`, `READONLY` and `CLUSTERDOWN` ask for the map again: one
 //!   background task reads `CLUSTER SLOTS` from the nodes in turn (those with a working
 //!   connection first, the first one asked turning from one reading to the next), at most
-//!   once per 100 ms. A map is taken only if it serves at least as many slots as the one in
-//!   use; else the next node is asked: a node outside the cluster (an empty map) or one that
-//!   lost track of it never replaces a good map. A range whose endpoint is NULL, empty or
-//!   `?` is the answering node's. No call waits for the reading except the first ones,
-//!   which need a map.
+//!   once per 100 ms; a request for it meanwhile is not dropped but served by one more
+//!   reading after (however many asked). A map is taken only if it serves at least as many
+//!   slots as the one in use; else the next node is asked: a node outside the cluster (an
+//!   empty map) or one that lost track of it never replaces a good map. The `MOVED`
+//!   corrections made while a map was being read are put back on top of it. A range whose
+//!   endpoint is NULL, empty or `?` is the answering node's. Nodes that a taken map no
+//!   longer names are dropped (not asked, not connected), except the URLs given and the
+//!   nodes calls are using. No call waits for the reading except the first ones, which
+//!   need a map.
 //!
 //! `redis`'s own cluster client (`cluster_async`, 1.2) drives every node's calls from one
 //! task that dispatches nothing while it rebuilds its slot map or reconnects, and that

@@ -53,18 +53,29 @@ struct State {
     /// Each slot's primary (an index into `nodes`) or [`UNSERVED`]; empty until the first
     /// map is read.
     slots: Vec<u16>,
-    /// Every node met: the URLs given, then those the maps and redirections named.
+    /// Every node met: the URLs given (the first `seeds`), then those the maps and
+    /// redirections named, less those dropped since (see [`State::prune`]; their entries
+    /// are reused, so that the list does not grow with every node the cluster ever had).
     nodes: Vec<Node>,
+    seeds: usize,
     refresh: Refresh,
+    /// The `MOVED` corrections made to `slots` since the running reading of the map began
+    /// (`(slot, node)`, oldest first): the map it installs was read before them, so they go
+    /// back on top of it rather than being undone by an older view.
+    corrections: Vec<(u16, u16)>,
     /// Numbers connections, so that a failure reported on a connection already replaced
     /// leaves its successor alone.
     next_connection: u64,
 }
 
-/// The reading of the map: one at a time, at most one per [`REFRESH_EVERY`].
+/// The reading of the map: one at a time, at most one per [`REFRESH_EVERY`]; one asked
+/// for meanwhile is not dropped but runs once after it (see [`Refresh::ask`]).
 #[derive(Default)]
 struct Refresh {
+    /// A task reads the map, or waits out [`REFRESH_EVERY`] to read it.
     running: bool,
+    /// A reading was asked for after the running one began: the task reads once more.
+    pending: bool,
     started: Option<Instant>,
     /// Why the last reading found no map (no node answered one), for the calls waiting on
     /// it.
@@ -73,10 +84,92 @@ struct Refresh {
     turn: usize,
 }
 
+/// What [`Refresh::ask`] decided.
+#[derive(Debug, PartialEq, Eq)]
+enum Ask {
+    /// Read the map now.
+    Now,
+    /// Read it at this instant ([`REFRESH_EVERY`] after the last reading began).
+    At(Instant),
+    /// A reading runs or waits to run: it reads once more after (or it is that one).
+    Coalesced,
+}
+
+impl Refresh {
+    /// A reading of the map is asked for at `now`. Never dropped: within
+    /// [`REFRESH_EVERY`] of the last one it is put off, and while one runs it is kept
+    /// (once, however many ask) for the task to run after: a `MOVED` seen just after a
+    /// reading began would otherwise wait for the next unrelated request.
+    fn ask(&mut self, now: Instant) -> Ask {
+        if self.running {
+            self.pending = true;
+            return Ask::Coalesced;
+        }
+        self.running = true;
+        self.pending = false;
+        match self.started {
+            Some(started) if now < started + REFRESH_EVERY => Ask::At(started + REFRESH_EVERY),
+            _ => Ask::Now,
+        }
+    }
+
+    /// A reading ended: when the task is to read again (a reading was asked for after
+    /// this one began), or `None` when it ends.
+    fn finished(&mut self) -> Option<Instant> {
+        if self.pending {
+            // `pending` stays set until that reading begins, so that the asks of the
+            // meantime join it rather than queue one more.
+            Some(
+                self.started
+                    .map_or_else(Instant::now, |started| started + REFRESH_EVERY),
+            )
+        } else {
+            self.running = false;
+            None
+        }
+    }
+}
+
 struct Node {
     host: String,
     port: u16,
     link: Link,
+    /// The calls that hold this node's index ([`InUse`]): it is not dropped under them.
+    calls: usize,
+    /// No longer in the cluster: never asked, and the entry is free for a new node.
+    dropped: bool,
+}
+
+impl Node {
+    const fn new(host: String, port: u16) -> Self {
+        Self {
+            host,
+            port,
+            link: Link::Idle,
+            calls: 0,
+            dropped: false,
+        }
+    }
+}
+
+/// A call's hold on a node's index, taken under the lock that found it: the entry is not
+/// dropped and reused for another node while the call may still use it.
+struct InUse<'a> {
+    cluster: &'a Cluster,
+    index: usize,
+}
+
+impl<'a> InUse<'a> {
+    fn new(cluster: &'a Cluster, state: &mut State, index: usize) -> Self {
+        state.nodes[index].calls += 1;
+        Self { cluster, index }
+    }
+}
+
+impl Drop for InUse<'_> {
+    fn drop(&mut self) {
+        self.cluster.state().nodes[self.index].calls -= 1;
+    }
 }
 
 enum Link {
@@ -94,9 +187,9 @@ enum Link {
 }
 
 /// What to do after a node's answer other than a result.
-enum Next {
+enum Next<'a> {
     /// Go to this node (`MOVED`), after `ASKING` if `true` (`ASK`).
-    Redirect(usize, bool),
+    Redirect(InUse<'a>, bool),
     /// Pause, then ask again; give up with this answer if the pause would pass the deadline.
     Pause(RedisError),
     /// Give up with this error.
@@ -132,11 +225,7 @@ impl Cluster {
                     )))
                 }
             };
-            nodes.push(Node {
-                host,
-                port,
-                link: Link::Idle,
-            });
+            nodes.push(Node::new(host, port));
             template.get_or_insert_with(|| with_nodelay(info));
         }
         let template =
@@ -146,8 +235,10 @@ impl Cluster {
             timeout,
             state: Mutex::new(State {
                 slots: Vec::new(),
+                seeds: nodes.len(),
                 nodes,
                 refresh: Refresh::default(),
+                corrections: Vec::new(),
                 next_connection: 0,
             }),
         })
@@ -174,16 +265,18 @@ impl Cluster {
                 Some(redirection) => redirection,
                 None => (self.primary(slot, deadline).await?, false),
             };
-            let (mut connection, number) = self.connection(node, deadline).await?;
+            // `node` holds the index until the next one is held (a redirection's).
+            let index = node.index;
+            let (mut connection, number) = self.connection(index, deadline).await?;
             let answer =
                 tokio::time::timeout_at(deadline, eval_on(&mut connection, request, asking))
                     .await
-                    .unwrap_or_else(|_elapsed| Err(self.no_answer(node)));
+                    .unwrap_or_else(|_elapsed| Err(self.no_answer(index)));
             let err = match answer {
                 Ok(values) => return Ok(values),
                 Err(err) => err,
             };
-            match self.next(slot, node, number, err) {
+            match self.next(slot, index, number, err) {
                 Next::Redirect(to, asking) if redirections < MAX_REDIRECTIONS => {
                     redirections += 1;
                     redirected = Some((to, asking));
@@ -231,7 +324,7 @@ impl Cluster {
     }
 
     /// What to do after `node` (over connection `number`) answered `err` for `slot`.
-    fn next(self: &Arc<Self>, slot: u16, node: usize, number: u64, err: RedisError) -> Next {
+    fn next(self: &Arc<Self>, slot: u16, node: usize, number: u64, err: RedisError) -> Next<'_> {
         match err.kind() {
             ErrorKind::Server(ServerErrorKind::Moved) => {
                 let Some(to) = self.redirection(&err, node) else {
@@ -240,9 +333,7 @@ impl Cluster {
                 // The slot's owner changed: this call and the next ones go there now, and
                 // the rest of the map is read again (a failover moves many slots at once).
                 let mut state = self.state();
-                if let Some(entry) = state.slots.get_mut(usize::from(slot)) {
-                    *entry = u16::try_from(to).unwrap_or(UNSERVED);
-                }
+                state.correct(slot, u16::try_from(to.index).unwrap_or(UNSERVED));
                 self.refresh_soon(&mut state);
                 Next::Redirect(to, false)
             }
@@ -273,7 +364,7 @@ impl Cluster {
     }
 
     /// The node a `MOVED` or `ASK` answer from `from` names (an empty host is `from`'s).
-    fn redirection(&self, err: &RedisError, from: usize) -> Option<usize> {
+    fn redirection(&self, err: &RedisError, from: usize) -> Option<InUse<'_>> {
         let (address, _slot) = err.redirect_node()?;
         let (host, port) = address.rsplit_once(':')?;
         let port = port.parse().ok()?;
@@ -285,18 +376,19 @@ impl Cluster {
                 .trim_end_matches(']')
                 .to_owned()
         };
-        Some(state.node(&host, port))
+        let index = state.node(&host, port);
+        Some(InUse::new(self, &mut state, index))
     }
 
     /// The primary serving `slot`, by the map; the first calls wait for the first map.
-    async fn primary(self: &Arc<Self>, slot: u16, deadline: Instant) -> Result<usize, Error> {
+    async fn primary(self: &Arc<Self>, slot: u16, deadline: Instant) -> Result<InUse<'_>, Error> {
         let mut waited = false;
         loop {
             {
                 let mut state = self.state();
                 if let Some(&node) = state.slots.get(usize::from(slot)) {
                     if node != UNSERVED {
-                        return Ok(usize::from(node));
+                        return Ok(InUse::new(self, &mut state, usize::from(node)));
                     }
                     self.refresh_soon(&mut state);
                     return Err(Error::Connection(RedisError::from((
@@ -434,95 +526,97 @@ impl Cluster {
         self.refresh_soon(&mut state);
     }
 
-    /// Starts reading the map unless a reading runs or began less than [`REFRESH_EVERY`]
-    /// ago.
+    /// Has the map read again: now, or once [`REFRESH_EVERY`] after the last reading
+    /// began, or (while one runs) once more after it.
     fn refresh_soon(self: &Arc<Self>, state: &mut State) {
-        let recent = state
-            .refresh
-            .started
-            .is_some_and(|started| started.elapsed() < REFRESH_EVERY);
-        if !state.refresh.running && !recent {
-            self.refresh_now(state);
+        match state.refresh.ask(Instant::now()) {
+            Ask::Now => self.spawn_refresh(state, None),
+            Ask::At(at) => self.spawn_refresh(state, Some(at)),
+            Ask::Coalesced => {}
         }
     }
 
-    /// Starts a task reading the map (`CLUSTER SLOTS`): from the nodes with a connection
-    /// first, then those never tried, then those that failed (longest ago first), each group
-    /// in an order that turns by one node per reading, so that no one node is always asked
-    /// first. Each node gets the timeout to answer.
+    /// Starts reading the map at once (the first calls, waiting for a map, do not wait out
+    /// [`REFRESH_EVERY`]); only when no reading runs.
+    fn refresh_now(self: &Arc<Self>, state: &mut State) {
+        self.spawn_refresh(state, None);
+    }
+
+    /// Starts the task that reads the map, at `at` if given, and again (once per
+    /// [`REFRESH_EVERY`]) as long as readings were asked for while it ran.
+    fn spawn_refresh(self: &Arc<Self>, state: &mut State, at: Option<Instant>) {
+        state.refresh.running = true;
+        state.refresh.pending = false;
+        let cluster = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut at = at;
+            loop {
+                if let Some(at) = at {
+                    tokio::time::sleep_until(at).await;
+                }
+                let candidates = cluster.state().begin_reading(Instant::now());
+                cluster.read_slots(candidates).await;
+                let next = cluster.state().refresh.finished();
+                match next {
+                    Some(next) => at = Some(next),
+                    None => break,
+                }
+            }
+        });
+    }
+
+    /// Reads the map (`CLUSTER SLOTS`) from the `candidates` ([`State::begin_reading`]
+    /// ordered them), each node given the timeout to answer.
     ///
     /// A map is taken only if it serves at least as many slots as the one in use (which a
     /// node that is not in the cluster, or that lost track of it, does not: it answers an
     /// empty map, or a part); otherwise the next node is asked. When no node gives such a
     /// map, the one in use stays, or, without one yet, the largest non-empty map read.
-    fn refresh_now(self: &Arc<Self>, state: &mut State) {
-        state.refresh.running = true;
-        state.refresh.started = Some(Instant::now());
-        let turn = state.refresh.turn;
-        state.refresh.turn = turn.wrapping_add(1);
-        let count = state.nodes.len().max(1);
-        let mut candidates: Vec<(u8, Option<Instant>, usize, usize)> = state
-            .nodes
-            .iter()
-            .enumerate()
-            .filter_map(|(index, node)| {
-                let place = (index + count - turn % count) % count;
-                match &node.link {
-                    Link::Up { .. } => Some((0, None, place, index)),
-                    Link::Idle => Some((1, None, place, index)),
-                    Link::Down { since, .. } => Some((2, Some(*since), place, index)),
-                    // Its own task is connecting; the reading does not wait for that.
-                    Link::Connecting { .. } => None,
-                }
-            })
-            .collect();
-        candidates.sort_unstable();
-        let cluster = Arc::clone(self);
-        tokio::spawn(async move {
-            let mut failed = None;
-            let mut fallback: Option<(usize, Ranges)> = None;
-            let mut taken = false;
-            for (_, _, _, node) in candidates {
-                let ranges = match cluster.read_map(node).await {
-                    Ok(ranges) => ranges,
-                    Err(err) => {
-                        failed = Some(err);
-                        continue;
-                    }
-                };
-                let served = served(&ranges);
-                if served == 0 {
-                    failed = Some(RedisError::from((
-                        ErrorKind::ClusterConnectionNotFound,
-                        "a node answered a map that serves no slot",
-                    )));
+    async fn read_slots(self: &Arc<Self>, candidates: Vec<usize>) {
+        let mut failed = None;
+        let mut fallback: Option<(usize, Ranges)> = None;
+        let mut taken = false;
+        for node in candidates {
+            let ranges = match self.read_map(node).await {
+                Ok(ranges) => ranges,
+                Err(err) => {
+                    failed = Some(err);
                     continue;
                 }
-                let mut state = cluster.state();
-                if served >= state.served() {
-                    state.install(&ranges);
-                    taken = true;
-                    break;
-                }
-                if fallback.as_ref().is_none_or(|(best, _)| served > *best) {
-                    fallback = Some((served, ranges));
-                }
-            }
-            let mut state = cluster.state();
-            if !taken && state.slots.is_empty() {
-                if let Some((_, ranges)) = fallback {
-                    state.install(&ranges);
-                }
-            }
-            state.refresh.running = false;
-            state.refresh.failed = if state.slots.is_empty() {
-                Some(failed.unwrap_or_else(|| {
-                    RedisError::from((ErrorKind::ClusterConnectionNotFound, "no node to ask"))
-                }))
-            } else {
-                None
             };
-        });
+            let served = served(&ranges);
+            if served == 0 {
+                failed = Some(RedisError::from((
+                    ErrorKind::ClusterConnectionNotFound,
+                    "a node answered a map that serves no slot",
+                )));
+                continue;
+            }
+            let mut state = self.state();
+            if served >= state.served() {
+                state.install_read(&ranges);
+                // A map as good as the last: the nodes it no longer names left.
+                state.prune();
+                taken = true;
+                break;
+            }
+            if fallback.as_ref().is_none_or(|(best, _)| served > *best) {
+                fallback = Some((served, ranges));
+            }
+        }
+        let mut state = self.state();
+        if !taken && state.slots.is_empty() {
+            if let Some((_, ranges)) = fallback {
+                state.install_read(&ranges);
+            }
+        }
+        state.refresh.failed = if state.slots.is_empty() {
+            Some(failed.unwrap_or_else(|| {
+                RedisError::from((ErrorKind::ClusterConnectionNotFound, "no node to ask"))
+            }))
+        } else {
+            None
+        };
     }
 
     /// Reads the map from `node`, over its connection or a new one (kept if it works).
@@ -581,6 +675,81 @@ impl State {
         self.slots.iter().filter(|&&node| node != UNSERVED).count()
     }
 
+    /// A `MOVED` answer says `slot` is `node`'s now. While a reading of the map runs it
+    /// is noted, for [`State::install_read`] to put back on top of that reading's map.
+    fn correct(&mut self, slot: u16, node: u16) {
+        if let Some(entry) = self.slots.get_mut(usize::from(slot)) {
+            *entry = node;
+            if self.refresh.running {
+                self.corrections.push((slot, node));
+            }
+        }
+    }
+
+    /// A reading of the map begins at `now`: the nodes to ask, in order, from the nodes
+    /// with a connection first, then those never tried, then those that failed (longest
+    /// ago first), each group in an order that turns by one node per reading, so that no
+    /// one node is always asked first.
+    fn begin_reading(&mut self, now: Instant) -> Vec<usize> {
+        self.refresh.started = Some(now);
+        // Asked for before this reading began: this reading answers them.
+        self.refresh.pending = false;
+        // This reading's map will be at least as new as the corrections made so far.
+        self.corrections.clear();
+        let turn = self.refresh.turn;
+        self.refresh.turn = turn.wrapping_add(1);
+        let count = self.nodes.len().max(1);
+        let mut candidates: Vec<(u8, Option<Instant>, usize, usize)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(index, node)| {
+                let place = (index + count - turn % count) % count;
+                match &node.link {
+                    _ if node.dropped => None,
+                    Link::Up { .. } => Some((0, None, place, index)),
+                    Link::Idle => Some((1, None, place, index)),
+                    Link::Down { since, .. } => Some((2, Some(*since), place, index)),
+                    // Its own task is connecting; the reading does not wait for that.
+                    Link::Connecting { .. } => None,
+                }
+            })
+            .collect();
+        candidates.sort_unstable();
+        candidates.into_iter().map(|(.., index)| index).collect()
+    }
+
+    /// Makes `ranges`, read by the running reading, the map in use, with the `MOVED`
+    /// corrections made since that reading began put back on top: they are newer than
+    /// what it read (a reading is never asked for after its corrections, so a slot it
+    /// reads moved again is corrected by the next `MOVED`, not left stale for good).
+    fn install_read(&mut self, ranges: &Ranges) {
+        self.install(ranges);
+        for (slot, node) in std::mem::take(&mut self.corrections) {
+            self.slots[usize::from(slot)] = node;
+        }
+    }
+
+    /// Drops the nodes the map in use does not name, but for the seeds (the way back in,
+    /// should every node named fail), the nodes a call holds, and those a task connects
+    /// to: a node that left the cluster is no longer asked for maps nor kept connected.
+    fn prune(&mut self) {
+        let mut named = vec![false; self.nodes.len()];
+        for &node in &self.slots {
+            if let Some(named) = named.get_mut(usize::from(node)) {
+                *named = true;
+            }
+        }
+        for (node, named) in self.nodes.iter_mut().zip(named).skip(self.seeds) {
+            let held = node.calls > 0 || matches!(node.link, Link::Connecting { .. });
+            if !named && !held && !node.dropped {
+                // Its connection (if any) closes once the calls that cloned it are done.
+                *node = Node::new(String::new(), 0);
+                node.dropped = true;
+            }
+        }
+    }
+
     /// Makes `ranges` the map in use.
     fn install(&mut self, ranges: &Ranges) {
         let mut slots = vec![UNSERVED; SLOTS];
@@ -596,15 +765,16 @@ impl State {
         if let Some(index) = self
             .nodes
             .iter()
-            .position(|node| node.port == port && node.host == host)
+            .position(|node| !node.dropped && node.port == port && node.host == host)
         {
             return index;
         }
-        self.nodes.push(Node {
-            host: host.to_owned(),
-            port,
-            link: Link::Idle,
-        });
+        let node = Node::new(host.to_owned(), port);
+        if let Some(index) = self.nodes.iter().position(|node| node.dropped) {
+            self.nodes[index] = node;
+            return index;
+        }
+        self.nodes.push(node);
         self.nodes.len() - 1
     }
 
@@ -700,8 +870,134 @@ pub(crate) fn slot(key: &[u8]) -> u16 {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_slots, slot};
+    use super::{parse_slots, slot, Ask, Refresh, State, REFRESH_EVERY, SLOTS};
     use redis::Value;
+    use std::time::Duration;
+    use tokio::time::Instant;
+
+    fn state() -> State {
+        State {
+            slots: Vec::new(),
+            nodes: Vec::new(),
+            seeds: 0,
+            refresh: Refresh::default(),
+            corrections: Vec::new(),
+            next_connection: 0,
+        }
+    }
+
+    /// A map of every slot served by `port` on 10.0.0.1.
+    fn all_on(port: u16) -> super::Ranges {
+        vec![(
+            0,
+            u16::try_from(SLOTS - 1).expect("fits"),
+            "10.0.0.1".to_owned(),
+            port,
+        )]
+    }
+
+    #[test]
+    fn cluster_map_read_before_a_moved_never_undoes_it() {
+        let mut state = state();
+        state.install(&all_on(7000));
+        let old = state.node("10.0.0.1", 7000);
+        let new = u16::try_from(state.node("10.0.0.1", 7001)).expect("fits");
+        let now = Instant::now();
+        assert_eq!(state.refresh.ask(now), Ask::Now);
+        let _candidates = state.begin_reading(now);
+        // The reading's CLUSTER SLOTS answered (slot 42 still on 7000), then a call's
+        // MOVED moved slot 42 to 7001, then the reading installs what it read.
+        state.correct(42, new);
+        state.install_read(&all_on(7000));
+        assert_eq!(state.slots[42], new, "the older map undid the MOVED");
+        assert_eq!(usize::from(state.slots[41]), old);
+        // A reading that began after the correction is newer than it: its map stands.
+        assert_eq!(state.refresh.finished(), None);
+        let later = now + REFRESH_EVERY;
+        assert_eq!(state.refresh.ask(later), Ask::Now);
+        let _candidates = state.begin_reading(later);
+        state.install_read(&all_on(7000));
+        assert_eq!(usize::from(state.slots[42]), old);
+    }
+
+    #[test]
+    fn cluster_nodes_gone_from_the_map_are_dropped_but_seeds_and_held_ones() {
+        let mut state = state();
+        let seed = state.node("10.0.0.1", 7000);
+        state.seeds = 1;
+        state.install(&vec![
+            (0, 8191, "10.0.0.1".to_owned(), 7001),
+            (8192, 16383, "10.0.0.1".to_owned(), 7002),
+        ]);
+        let gone = state.node("10.0.0.1", 7001);
+        let held = state.node("10.0.0.1", 7002);
+        // A call holds 7002 (its index), as a call that was sent there holds it.
+        state.nodes[held].calls = 1;
+        let live = |state: &State| {
+            let mut ports: Vec<u16> = state
+                .nodes
+                .iter()
+                .filter(|node| !node.dropped)
+                .map(|node| node.port)
+                .collect();
+            ports.sort_unstable();
+            ports
+        };
+        assert_eq!(live(&state), [7000, 7001, 7002]);
+        // The cluster now is 7003 alone: a good map that names neither 7001 nor 7002.
+        state.install_read(&all_on(7003));
+        state.prune();
+        assert_eq!(live(&state), [7000, 7002, 7003], "7001 stays listed");
+        let asked: Vec<u16> = state
+            .begin_reading(Instant::now())
+            .into_iter()
+            .map(|index| state.nodes[index].port)
+            .collect();
+        assert!(!asked.contains(&7001), "the reading asks 7001: {asked:?}");
+        assert!(
+            asked.contains(&7000),
+            "the seed is no longer asked: {asked:?}"
+        );
+        // The call let go: the next good map drops 7002 too.
+        state.nodes[held].calls = 0;
+        state.install_read(&all_on(7003));
+        state.prune();
+        assert_eq!(live(&state), [7000, 7003]);
+        // The list does not grow with the next node met: a dropped entry is reused.
+        let before = state.nodes.len();
+        let new = state.node("10.0.0.1", 7004);
+        assert!(new == gone || new == held, "{new}");
+        assert_eq!(state.nodes.len(), before);
+        assert_eq!(state.node("10.0.0.1", 7000), seed);
+    }
+
+    #[test]
+    fn cluster_refresh_asked_meanwhile_runs_once_after() {
+        let mut state = state();
+        let start = Instant::now();
+        let ms = Duration::from_millis;
+        assert_eq!(state.refresh.ask(start), Ask::Now);
+        let _candidates = state.begin_reading(start);
+        // A MOVED just after the reading began, and more: one reading more, after it.
+        assert_eq!(state.refresh.ask(start + ms(1)), Ask::Coalesced);
+        assert_eq!(state.refresh.ask(start + ms(2)), Ask::Coalesced);
+        let again = start + REFRESH_EVERY;
+        assert_eq!(state.refresh.finished(), Some(again), "the ask was dropped");
+        // Asks while it waits to run join it.
+        assert_eq!(state.refresh.ask(start + ms(50)), Ask::Coalesced);
+        let _candidates = state.begin_reading(again);
+        assert_eq!(state.refresh.finished(), None, "more than one pending");
+        assert!(!state.refresh.running);
+        // Within the rate limit of the last reading: put off, not dropped.
+        assert_eq!(
+            state.refresh.ask(again + ms(10)),
+            Ask::At(again + REFRESH_EVERY)
+        );
+        assert!(state.refresh.running);
+        let _candidates = state.begin_reading(again + REFRESH_EVERY);
+        assert_eq!(state.refresh.finished(), None);
+        assert_eq!(state.refresh.ask(again + REFRESH_EVERY * 2), Ask::Now);
+    }
 
     #[test]
     fn slots_as_redis_computes_them() {
