@@ -568,6 +568,7 @@ mod cluster {
                     return Some(all_slots(primary));
                 }
                 if is(args, "EVALSHA") {
+                    // Relaxed: a flag the test reads after joining this node's thread.
                     said.store(true, Ordering::Relaxed);
                     return Some(
                         "-READONLY You can't write against a read only replica.\r\n".to_owned(),

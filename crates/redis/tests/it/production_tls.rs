@@ -274,17 +274,26 @@ fn a_handshake_that_never_completes_ends_at_the_timeout() {
     .expect("limiter");
     for _ in 0..3 {
         let start = Instant::now();
-        let err = limiter.check_and_hit("k").unwrap_err();
-        let took = start.elapsed();
-        assert!(
-            matches!(err, Error::Timeout { .. }),
-            "a stalled handshake times out, got {err:?}"
-        );
-        assert!(
-            took < timeout + Duration::from_millis(50),
-            "a call took {took:?} at a timeout of {timeout:?}"
-        );
+        let result = limiter.check_and_hit("k");
+        assert_timed_out_in_time(result, start.elapsed(), timeout);
     }
+}
+
+/// A call against a stalled handshake: `Error::Timeout`, within the timeout plus 50 ms.
+pub(crate) fn assert_timed_out_in_time<T: std::fmt::Debug>(
+    result: Result<T, Error>,
+    took: Duration,
+    timeout: Duration,
+) {
+    let err = result.unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { .. }),
+        "a stalled handshake times out, got {err:?}"
+    );
+    assert!(
+        took < timeout + Duration::from_millis(50),
+        "a call took {took:?} at a timeout of {timeout:?}"
+    );
 }
 
 /// A server that answers the handshake one byte at a time, every 10 ms (a record header
